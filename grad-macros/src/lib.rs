@@ -1,0 +1,1 @@
+//! The `grad!` macro; see the grad-runtime crate, which re-exports it.

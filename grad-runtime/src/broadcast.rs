@@ -1,0 +1,184 @@
+//! NumPy broadcasting: the output shape of two operands, a walk over the
+//! output that yields each operand's element offset, and `unbroadcast`,
+//! which sums a gradient back to the shape of an operand that was stretched.
+
+use ndarray::{Dimension, IxDyn};
+
+use crate::Float;
+use crate::pool::BufferPool;
+
+/// The broadcast shape of `a` and `b` (aligned at the right; each dim pair
+/// equal, or one of them 1), or `None` when they do not broadcast.
+pub(crate) fn broadcast_shapes(a: &[usize], b: &[usize]) -> Option<IxDyn> {
+    let ndim = a.len().max(b.len());
+    let mut out = IxDyn::zeros(ndim);
+    for i in 0..ndim {
+        let da = dim_from_right(a, ndim - 1 - i);
+        let db = dim_from_right(b, ndim - 1 - i);
+        out[i] = match (da, db) {
+            _ if da == db => da,
+            (1, _) => db,
+            (_, 1) => da,
+            _ => return None,
+        };
+    }
+    Some(out)
+}
+
+/// The dim `k` places from the right end of `shape`, 1 when `shape` is shorter.
+fn dim_from_right(shape: &[usize], k: usize) -> usize {
+    if k < shape.len() { shape[shape.len() - 1 - k] } else { 1 }
+}
+
+/// Row-major strides of an operand of shape `operand`, expressed on the
+/// axes of the larger shape `full` it broadcasts to: 0 on every axis the
+/// operand lacks or stretches from 1.
+pub(crate) fn broadcast_strides(operand: &[usize], full: &[usize]) -> IxDyn {
+    let offset = full.len() - operand.len();
+    let mut strides = IxDyn::zeros(full.len());
+    let mut step = 1;
+    for axis in (0..operand.len()).rev() {
+        if operand[axis] != 1 {
+            strides[offset + axis] = step;
+        }
+        step *= operand[axis];
+    }
+    strides
+}
+
+/// Calls `f(position, offsets)` for every element of `shape` in row-major
+/// order: `position` counts elements, `offsets[k]` is the element's offset
+/// in operand `k`, whose strides (on `shape`'s axes) are `strides[k]`.
+pub(crate) fn for_each_offset<const N: usize>(
+    shape: &[usize],
+    strides: [&[usize]; N],
+    mut f: impl FnMut(usize, [usize; N]),
+) {
+    if shape.contains(&0) {
+        return;
+    }
+    if shape.is_empty() {
+        f(0, [0; N]);
+        return;
+    }
+    let mut position = 0;
+    walk(0, shape, &strides, [0; N], &mut position, &mut f);
+}
+
+fn walk<const N: usize>(
+    axis: usize,
+    shape: &[usize],
+    strides: &[&[usize]; N],
+    base: [usize; N],
+    position: &mut usize,
+    f: &mut impl FnMut(usize, [usize; N]),
+) {
+    let step: [usize; N] = std::array::from_fn(|k| strides[k][axis]);
+    let mut offsets = base;
+    for _ in 0..shape[axis] {
+        if axis + 1 == shape.len() {
+            f(*position, offsets);
+            *position += 1;
+        } else {
+            walk(axis + 1, shape, strides, offsets, position, f);
+        }
+        for k in 0..N {
+            offsets[k] += step[k];
+        }
+    }
+}
+
+/// `out[i] = f(a[i'], b[i''])` over the broadcast shape `out_shape`, where
+/// `a` has shape `a_shape` and `b` has shape `b_shape`.
+pub(crate) fn zip_broadcast<T: Float>(
+    (a, a_shape): (&[T], &[usize]),
+    (b, b_shape): (&[T], &[usize]),
+    out: &mut [T],
+    out_shape: &[usize],
+    f: impl Fn(T, T) -> T,
+) {
+    if a_shape == b_shape {
+        for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+            *o = f(x, y);
+        }
+        return;
+    }
+    let a_strides = broadcast_strides(a_shape, out_shape);
+    let b_strides = broadcast_strides(b_shape, out_shape);
+    for_each_offset(out_shape, [a_strides.slice(), b_strides.slice()], |i, [j, k]| {
+        out[i] = f(a[j], b[k]);
+    });
+}
+
+/// Sums a gradient `g` of shape `from` down to `to`, a shape that
+/// broadcasts to `from`: the gradient of an operand that was stretched.
+pub(crate) fn unbroadcast<T: Float>(g: &[T], from: &[usize], to: &[usize], pool: &mut BufferPool<T>) -> Vec<T> {
+    if from == to {
+        let mut out = pool.take(g.len());
+        out.copy_from_slice(g);
+        return out;
+    }
+    let mut out = pool.take_zeroed(to.iter().product());
+    reduce_into(g, from, to, &mut out);
+    out
+}
+
+/// Adds `g` (shape `from`) into `out` (shape `to`, which broadcasts to `from`).
+pub(crate) fn reduce_into<T: Float>(g: &[T], from: &[usize], to: &[usize], out: &mut [T]) {
+    let to_strides = broadcast_strides(to, from);
+    for_each_offset(from, [to_strides.slice()], |i, [j]| out[j] += g[i]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_broadcast_as_numpy() {
+        let cases: [(&[usize], &[usize], Option<&[usize]>); 7] = [
+            (&[64, 10], &[10], Some(&[64, 10])),
+            (&[2, 1, 3], &[4, 1], Some(&[2, 4, 3])),
+            (&[3], &[4, 3], Some(&[4, 3])),
+            (&[5], &[1], Some(&[5])),
+            (&[], &[2, 2], Some(&[2, 2])),
+            (&[0, 3], &[1, 3], Some(&[0, 3])),
+            (&[2, 3], &[4], None),
+        ];
+        for (a, b, want) in cases {
+            let got = broadcast_shapes(a, b);
+            assert_eq!(got.as_ref().map(|s| s.slice()), want, "{a:?} with {b:?}");
+        }
+    }
+
+    #[test]
+    fn zip_broadcast_matches_hand_indexing() {
+        // a: [2, 1, 3], b: [4, 1] -> [2, 4, 3]
+        let a: Vec<f64> = (0..6).map(f64::from).collect();
+        let b: Vec<f64> = (0..4).map(|v| 10.0 * f64::from(v)).collect();
+        let mut out = vec![0.0; 24];
+        zip_broadcast((&a, &[2, 1, 3]), (&b, &[4, 1]), &mut out, &[2, 4, 3], |x, y| x + y);
+        for i in 0..2 {
+            for j in 0..4 {
+                for k in 0..3 {
+                    assert_eq!(out[i * 12 + j * 3 + k], a[i * 3 + k] + b[j]);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn unbroadcast_sums_stretched_and_missing_axes() {
+        let g: Vec<f64> = (0..24).map(f64::from).collect();
+        let mut pool = BufferPool::new();
+        let to_bias = unbroadcast(&g, &[2, 4, 3], &[3], &mut pool);
+        let want: Vec<f64> = (0..3).map(|k| (0..8).map(|r| g[r * 3 + k]).sum()).collect();
+        assert_eq!(to_bias, want);
+        let to_column = unbroadcast(&g, &[2, 4, 3], &[4, 1], &mut pool);
+        let want: Vec<f64> = (0..4)
+            .map(|j| (0..2).flat_map(|i| (0..3).map(move |k| (i, k))).map(|(i, k)| g[i * 12 + j * 3 + k]).sum())
+            .collect();
+        assert_eq!(to_column, want);
+        let to_scalar = unbroadcast(&g, &[2, 4, 3], &[], &mut pool);
+        assert_eq!(to_scalar, vec![g.iter().sum::<f64>()]);
+    }
+}

@@ -1,0 +1,241 @@
+//! [`GradError`]: what went wrong, in which op, on which shapes, called from where.
+
+use std::fmt;
+use std::panic::Location;
+
+/// The first error raised on a tape, kept until [`Tape::reset_to`](crate::Tape::reset_to)
+/// drops the episode that raised it.
+///
+/// It names the op (`g_matmul`, `Adam::add`, ...), the shapes of the inputs
+/// it was given, what was wrong with them ([`ErrorKind`]) and the caller's
+/// source location (every `g_*` function is `#[track_caller]`).
+///
+/// ```
+/// use grad_runtime::{g_matmul, ErrorKind, Tape};
+/// use ndarray::Array2;
+///
+/// let mut tape = Tape::<f32>::new();
+/// let x = tape.constant(Array2::<f32>::zeros((64, 784)));
+/// let w = tape.param(Array2::<f32>::zeros((783, 256)));
+/// let y = g_matmul(&mut tape, x, w);
+/// let err = tape.backward(y).unwrap_err();
+/// assert_eq!(err.op(), "g_matmul");
+/// assert_eq!(err.kind(), &ErrorKind::InnerDim { left: 784, right: 783 });
+/// assert!(err.to_string().contains("[64, 784] and [783, 256]"));
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct GradError {
+    op: &'static str,
+    kind: ErrorKind,
+    shapes: Vec<Vec<usize>>,
+    location: &'static Location<'static>,
+}
+
+/// What was wrong. The variants carry the numbers the message quotes.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// Elementwise operands whose shapes do not broadcast (aligned from the
+    /// right, each dim pair must be equal or contain a 1).
+    Broadcast,
+    /// Two shapes that must be equal are not (`g_mse`, a backward seed).
+    ShapeMismatch,
+    /// A matrix product whose inner dimensions differ.
+    InnerDim { left: usize, right: usize },
+    /// A batched product whose batch dimensions differ.
+    BatchDim { left: usize, right: usize },
+    /// An input with the wrong number of dimensions.
+    Rank { expected: &'static str, got: usize },
+    /// A value with more (or fewer) than one element where a scalar is needed.
+    NotScalar { elements: usize },
+    /// An axis outside `-ndim..ndim`.
+    Axis { axis: isize, ndim: usize },
+    /// Operands that must have the same number of dims do not.
+    RankMismatch { left: usize, right: usize },
+    /// `g_concat` operands that differ on an axis other than the joined one.
+    ConcatDim { axis: usize, left: usize, right: usize },
+    /// A slice whose `starts`/`stops` do not have one entry per axis.
+    SliceArity { starts: usize, stops: usize, ndim: usize },
+    /// A slice bound out of range on one axis (`start <= stop <= len` is required).
+    SliceRange { axis: usize, start: usize, stop: usize, len: usize },
+    /// A reshape that changes the element count.
+    ElementCount { from: usize, to: usize },
+    /// An integer index (class target, embedding id) outside `0..len`.
+    IndexOutOfRange { what: &'static str, position: usize, index: usize, len: usize },
+    /// A list of indices whose length does not match the batch it indexes.
+    IndexCount { what: &'static str, got: usize, expected: usize },
+    /// A scalar argument outside its domain (a negative learning rate, a
+    /// dropout probability of 1.5, ...).
+    InvalidArgument { name: &'static str, value: f64, expected: &'static str },
+    /// A handle made by a different tape.
+    ForeignVar,
+    /// A handle whose node was dropped by `reset_to`.
+    StaleVar,
+    /// The handle returned by a failed op, used after the failure was cleared.
+    PoisonedVar,
+    /// A mark taken on a different tape.
+    ForeignMark,
+    /// A mark whose nodes were already dropped by an earlier `reset_to`.
+    StaleMark,
+    /// A constant given where a parameter is required (an optimizer's `add`).
+    NotAParameter,
+    /// A parameter added to an optimizer twice.
+    DuplicateParameter,
+    /// An operation refused because the tape holds an earlier error.
+    TapePoisoned { first: Box<GradError> },
+    /// An input whose real shape contradicts the shape declared in `grad!`.
+    DeclaredShape { input: String, declared: String, bound: String },
+}
+
+impl GradError {
+    pub(crate) fn new(
+        op: &'static str,
+        kind: ErrorKind,
+        shapes: Vec<Vec<usize>>,
+        location: &'static Location<'static>,
+    ) -> GradError {
+        GradError { op, kind, shapes, location }
+    }
+
+    /// The operation that failed, as the user called it (`g_matmul`, `Tape::backward`, `Adam::add`).
+    pub fn op(&self) -> &'static str {
+        self.op
+    }
+
+    /// What was wrong.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.kind
+    }
+
+    /// The shapes of the operation's tensor inputs, in argument order
+    /// (empty when an input was itself a bad handle).
+    pub fn shapes(&self) -> &[Vec<usize>] {
+        &self.shapes
+    }
+
+    /// Where the failing operation was called from.
+    pub fn location(&self) -> &'static Location<'static> {
+        self.location
+    }
+}
+
+/// Writes a shape as `[64, 784]`; a scalar is `[]`.
+pub(crate) struct ShapeDisplay<'a>(pub &'a [usize]);
+
+impl fmt::Display for ShapeDisplay<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[")?;
+        for (i, d) in self.0.iter().enumerate() {
+            if i > 0 {
+                write!(f, ", ")?;
+            }
+            write!(f, "{d}")?;
+        }
+        write!(f, "]")
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ErrorKind::Broadcast => write!(
+                f,
+                "shapes cannot be broadcast together (aligned from the right, each pair of dims must be equal or one of them 1)"
+            ),
+            ErrorKind::ShapeMismatch => write!(f, "shapes must be equal"),
+            ErrorKind::InnerDim { left, right } => {
+                write!(f, "inner dimensions differ ({left} vs {right})")
+            }
+            ErrorKind::BatchDim { left, right } => {
+                write!(f, "batch dimensions differ ({left} vs {right})")
+            }
+            ErrorKind::Rank { expected, got } => {
+                write!(f, "expected a {expected} input, got a {got}-D one")
+            }
+            ErrorKind::NotScalar { elements } => {
+                write!(f, "expected a one-element value, got {elements} elements")
+            }
+            ErrorKind::Axis { axis, ndim } => write!(
+                f,
+                "axis {axis} is out of range for a {ndim}-D input (valid: {} to {})",
+                -(*ndim as isize),
+                *ndim as isize - 1
+            ),
+            ErrorKind::RankMismatch { left, right } => {
+                write!(f, "inputs must have the same number of dims, got {left}-D and {right}-D")
+            }
+            ErrorKind::ConcatDim { axis, left, right } => {
+                write!(f, "dims other than the joined one must be equal, axis {axis} differs ({left} vs {right})")
+            }
+            ErrorKind::SliceArity { starts, stops, ndim } => write!(
+                f,
+                "needs one start and one stop per axis: got {starts} starts and {stops} stops for a {ndim}-D input"
+            ),
+            ErrorKind::SliceRange { axis, start, stop, len } => write!(
+                f,
+                "slice {start}..{stop} is out of range on axis {axis} of length {len} (need start <= stop <= {len})"
+            ),
+            ErrorKind::ElementCount { from, to } => {
+                write!(f, "cannot reshape {from} elements into a shape of {to} elements")
+            }
+            ErrorKind::IndexOutOfRange { what, position, index, len } => write!(
+                f,
+                "{what} {index} at position {position} is out of range (valid: 0 to {})",
+                len.saturating_sub(1)
+            ),
+            ErrorKind::IndexCount { what, got, expected } => {
+                write!(f, "got {got} {what}s, expected {expected}")
+            }
+            ErrorKind::InvalidArgument { name, value, expected } => {
+                write!(f, "{name} = {value} is invalid: expected {expected}")
+            }
+            ErrorKind::ForeignVar => write!(f, "the Var handle belongs to a different tape"),
+            ErrorKind::StaleVar => write!(
+                f,
+                "the Var handle is stale: its node was dropped by reset_to (make Vars after the mark again each step)"
+            ),
+            ErrorKind::PoisonedVar => write!(f, "the Var handle was returned by an op that failed; it names no node"),
+            ErrorKind::ForeignMark => write!(f, "the Mark belongs to a different tape"),
+            ErrorKind::StaleMark => {
+                write!(f, "the Mark is stale: an earlier reset_to already dropped the nodes it points after")
+            }
+            ErrorKind::NotAParameter => write!(
+                f,
+                "the Var is not a parameter (register trainable tensors with tape.param, not tape.constant or an op result)"
+            ),
+            ErrorKind::DuplicateParameter => {
+                write!(f, "the parameter was already added to this optimizer")
+            }
+            ErrorKind::TapePoisoned { first } => {
+                write!(f, "the tape holds an earlier error: {first}")
+            }
+            ErrorKind::DeclaredShape { input, declared, bound } => {
+                write!(f, "input `{input}` was declared {declared}")?;
+                if !bound.is_empty() {
+                    write!(f, " (with {bound})")?;
+                }
+                write!(f, " but its real shape differs")
+            }
+        }
+    }
+}
+
+impl fmt::Display for GradError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.op, self.kind)?;
+        if !self.shapes.is_empty() {
+            let label = if self.shapes.len() == 1 { "input" } else { "inputs" };
+            write!(f, "; {label} ")?;
+            for (i, shape) in self.shapes.iter().enumerate() {
+                if i > 0 {
+                    write!(f, " and ")?;
+                }
+                write!(f, "{}", ShapeDisplay(shape))?;
+            }
+        }
+        let loc = self.location;
+        write!(f, " (at {}:{}:{})", loc.file(), loc.line(), loc.column())
+    }
+}
+
+impl std::error::Error for GradError {}

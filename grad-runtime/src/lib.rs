@@ -1,0 +1,54 @@
+//! Reverse-mode automatic differentiation on a single-owner tape.
+//!
+//! A [`Tape`] is an arena: every op (`g_add`, `g_matmul`, `g_softmax`, ...)
+//! computes its value eagerly and appends one node; [`Tape::backward`]
+//! walks the nodes once in reverse. Handles ([`Var`]) are small `Copy`
+//! values checked on every use, values and gradients are borrowed
+//! `ndarray` views, and errors poison the tape instead of panicking
+//! ([`GradError`]).
+//!
+//! ```
+//! use grad_runtime::{g_add, g_matmul, g_mse, g_relu, Tape};
+//! use ndarray::{array, Array2};
+//!
+//! let mut tape = Tape::<f64>::new();
+//! let w = tape.param(array![[0.5, -0.25], [0.75, 1.0]]);
+//! let b = tape.param(array![0.1, -0.1]);
+//! let mark = tape.mark();
+//! for step in 0..3 {
+//!     let x = tape.constant(Array2::from_elem((4, 2), f64::from(step)));
+//!     let t = tape.constant(Array2::<f64>::ones((4, 2)));
+//!     let xw = g_matmul(&mut tape, x, w);
+//!     let z = g_add(&mut tape, xw, b);
+//!     let y = g_relu(&mut tape, z);
+//!     let loss = g_mse(&mut tape, y, t);
+//!     tape.backward(loss)?;
+//!     assert_eq!(tape.grad(w).shape(), &[2, 2]);
+//!     tape.reset_to(mark); // parameters survive, the step's nodes go
+//! }
+//! assert_eq!(tape.len(), 2);
+//! # Ok::<(), grad_runtime::GradError>(())
+//! ```
+
+mod backward;
+mod broadcast;
+mod error;
+mod float;
+mod ops;
+mod pool;
+mod tape;
+mod tensor;
+mod var;
+
+pub use error::{ErrorKind, GradError};
+pub use float::Float;
+pub use ops::binary::{g_add, g_div, g_mul, g_sub};
+pub use ops::layout::{g_concat, g_reshape, g_slice, g_transpose};
+pub use ops::loss::g_mse;
+pub use ops::matmul::{g_bmm, g_matmul};
+pub use ops::reduce::{g_mean, g_sum};
+pub use ops::softmax::g_softmax;
+pub use ops::unary::{g_adds, g_exp, g_log, g_muls, g_neg, g_relu, g_sigmoid, g_sqrt, g_tanh};
+pub use tape::Tape;
+pub use tensor::TensorInput;
+pub use var::{Mark, Var};

@@ -1,0 +1,173 @@
+//! Ops that move elements without computing on them: `transpose`,
+//! `reshape`, `slice`, `concat`. Each backward moves the gradient back.
+
+use std::panic::Location;
+
+use ndarray::{ArrayViewD, Axis, Dimension, IxDyn, Slice};
+
+use crate::backward::GradSink;
+use crate::error::ErrorKind;
+use crate::ops::Op;
+use crate::tape::NodeId;
+use crate::tensor::Tensor;
+use crate::{Float, Tape, Var};
+
+/// Swaps the last two axes (`[m, n]` → `[n, m]`, `[b, m, n]` → `[b, n, m]`).
+///
+/// Gradient: `g` with its last two axes swapped back.
+#[track_caller]
+pub fn g_transpose<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
+    const NAME: &str = "g_transpose";
+    let location = Location::caller();
+    let Some([x]) = tp.resolve(NAME, [x], location) else {
+        return tp.poisoned_var();
+    };
+    let ndim = tp.shape(x).len();
+    if ndim < 2 {
+        let kind = ErrorKind::Rank { expected: "2-D or higher", got: ndim };
+        return tp.fail(NAME, kind, &[x], location);
+    }
+    let mut shape = tp.value_of(x).shape.clone();
+    shape.slice_mut().swap(ndim - 2, ndim - 1);
+    let mut out = tp.output(shape);
+    copy_view(swap_last_two(tp.value_of(x).view()), &mut out.data);
+    tp.push(Op::Transpose(x), out)
+}
+
+/// The same elements in row-major order under a new shape with the same
+/// element count.
+///
+/// Gradient: `g` reshaped back to `x`'s shape.
+#[track_caller]
+pub fn g_reshape<T: Float>(tp: &mut Tape<T>, x: Var, shape: &[usize]) -> Var {
+    const NAME: &str = "g_reshape";
+    let location = Location::caller();
+    let Some([x]) = tp.resolve(NAME, [x], location) else {
+        return tp.poisoned_var();
+    };
+    let (from, to) = (tp.value_of(x).len(), shape.iter().product::<usize>());
+    if from != to {
+        return tp.fail(NAME, ErrorKind::ElementCount { from, to }, &[x], location);
+    }
+    let mut out = tp.output(IxDyn(shape));
+    out.data.copy_from_slice(&tp.value_of(x).data);
+    tp.push(Op::Reshape(x), out)
+}
+
+/// The block `x[starts[0]..stops[0], starts[1]..stops[1], ...]`: one start
+/// and one (exclusive) stop per axis, step 1.
+///
+/// Gradient: `g` placed back at the block's position, zeros elsewhere.
+#[track_caller]
+pub fn g_slice<T: Float>(tp: &mut Tape<T>, x: Var, starts: &[usize], stops: &[usize]) -> Var {
+    const NAME: &str = "g_slice";
+    let location = Location::caller();
+    let Some([x]) = tp.resolve(NAME, [x], location) else {
+        return tp.poisoned_var();
+    };
+    let shape = tp.shape(x);
+    if starts.len() != shape.len() || stops.len() != shape.len() {
+        let kind = ErrorKind::SliceArity { starts: starts.len(), stops: stops.len(), ndim: shape.len() };
+        return tp.fail(NAME, kind, &[x], location);
+    }
+    let bad_axis = (0..shape.len()).find(|&i| starts[i] > stops[i] || stops[i] > shape[i]);
+    if let Some(axis) = bad_axis {
+        let kind = ErrorKind::SliceRange { axis, start: starts[axis], stop: stops[axis], len: shape[axis] };
+        return tp.fail(NAME, kind, &[x], location);
+    }
+    let out_shape: Vec<usize> = starts.iter().zip(stops).map(|(a, b)| b - a).collect();
+    let mut out = tp.output(IxDyn(&out_shape));
+    let input = tp.value_of(x).view();
+    copy_view(input.slice_each_axis(|ax| block_of(starts, stops, ax.axis)), &mut out.data);
+    tp.push(Op::Slice { x, starts: IxDyn(starts) }, out)
+}
+
+/// `a` and `b` joined along `axis`; every other dim must be equal.
+///
+/// Gradient: `g` split along `axis` at `a`'s length.
+#[track_caller]
+pub fn g_concat<T: Float>(tp: &mut Tape<T>, a: Var, b: Var, axis: usize) -> Var {
+    const NAME: &str = "g_concat";
+    let location = Location::caller();
+    let Some([a, b]) = tp.resolve(NAME, [a, b], location) else {
+        return tp.poisoned_var();
+    };
+    let (sa, sb) = (tp.shape(a), tp.shape(b));
+    if sa.len() != sb.len() {
+        let kind = ErrorKind::RankMismatch { left: sa.len(), right: sb.len() };
+        return tp.fail(NAME, kind, &[a, b], location);
+    }
+    if axis >= sa.len() {
+        let kind = ErrorKind::Axis { axis: axis as isize, ndim: sa.len() };
+        return tp.fail(NAME, kind, &[a, b], location);
+    }
+    if let Some(other) = (0..sa.len()).find(|&i| i != axis && sa[i] != sb[i]) {
+        let kind = ErrorKind::ConcatDim { axis: other, left: sa[other], right: sb[other] };
+        return tp.fail(NAME, kind, &[a, b], location);
+    }
+    let split = sa[axis];
+    let mut shape = tp.value_of(a).shape.clone();
+    shape[axis] += sb[axis];
+    let mut out = tp.output(shape);
+    let mut view = out.view_mut();
+    view.slice_axis_mut(Axis(axis), Slice::from(..split)).assign(&tp.nodes[a].value.view());
+    view.slice_axis_mut(Axis(axis), Slice::from(split..)).assign(&tp.nodes[b].value.view());
+    tp.push(Op::Concat { a, b, axis }, out)
+}
+
+pub(crate) fn transpose_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, x: NodeId) {
+    if sink.wants(x) {
+        let mut contribution = sink.pool.take(g.len());
+        copy_view(swap_last_two(g.view()), &mut contribution);
+        sink.add(x, contribution);
+    }
+}
+
+pub(crate) fn reshape_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, x: NodeId) {
+    if sink.wants(x) {
+        let mut contribution = sink.pool.take(g.len());
+        contribution.copy_from_slice(&g.data);
+        sink.add(x, contribution);
+    }
+}
+
+pub(crate) fn slice_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, x: NodeId, starts: &IxDyn) {
+    if !sink.wants(x) {
+        return;
+    }
+    let shape = sink.value(x).shape.clone();
+    let mut contribution = Tensor::new(shape, sink.pool.take_zeroed(sink.value(x).len()));
+    let stops: Vec<usize> = starts.slice().iter().zip(g.shape()).map(|(s, n)| s + n).collect();
+    contribution.view_mut().slice_each_axis_mut(|ax| block_of(starts.slice(), &stops, ax.axis)).assign(&g.view());
+    sink.add(x, contribution.data);
+}
+
+pub(crate) fn concat_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, a: NodeId, b: NodeId, axis: usize) {
+    let split = sink.value(a).shape()[axis];
+    let g = g.view();
+    for (x, part) in [(a, Slice::from(..split)), (b, Slice::from(split..))] {
+        if sink.wants(x) {
+            let mut contribution = sink.pool.take(sink.value(x).len());
+            copy_view(g.slice_axis(Axis(axis), part), &mut contribution);
+            sink.add(x, contribution);
+        }
+    }
+}
+
+fn block_of(starts: &[usize], stops: &[usize], axis: Axis) -> Slice {
+    Slice::from(starts[axis.0]..stops[axis.0])
+}
+
+fn swap_last_two<T>(mut view: ArrayViewD<'_, T>) -> ArrayViewD<'_, T> {
+    let ndim = view.ndim();
+    view.swap_axes(ndim - 2, ndim - 1);
+    view
+}
+
+/// Copies a view's elements, in its logical row-major order, into `out`.
+fn copy_view<T: Float>(view: ArrayViewD<'_, T>, out: &mut [T]) {
+    match view.as_slice() {
+        Some(contiguous) => out.copy_from_slice(contiguous),
+        None => out.iter_mut().zip(view.iter()).for_each(|(o, &v)| *o = v),
+    }
+}

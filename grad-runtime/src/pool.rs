@@ -1,0 +1,103 @@
+//! Recycled tensor buffers, so a training loop that rewinds its tape with
+//! `reset_to` stops allocating after its first step.
+
+use std::collections::BTreeMap;
+
+use crate::Float;
+
+/// Free buffers keyed by capacity. A request takes the smallest buffer that
+/// fits (best fit): a training step asks for the same sizes in the same
+/// order every time, so after the first step every request finds its own
+/// size waiting.
+pub(crate) struct BufferPool<T> {
+    free: BTreeMap<usize, Vec<Vec<T>>>,
+}
+
+impl<T: Float> BufferPool<T> {
+    pub(crate) fn new() -> Self {
+        BufferPool { free: BTreeMap::new() }
+    }
+
+    /// A buffer of `len` elements whose contents are unspecified (stale
+    /// values of an earlier tensor, or zeros): for callers that overwrite
+    /// every element.
+    pub(crate) fn take(&mut self, len: usize) -> Vec<T> {
+        if len == 0 {
+            return Vec::new();
+        }
+        // Reusing a buffer far larger than asked would strand its capacity.
+        let max_capacity = len.saturating_mul(2).max(64);
+        let found = self.free.range_mut(len..=max_capacity).find_map(|(_, bucket)| bucket.pop());
+        match found {
+            Some(mut buffer) => {
+                buffer.resize(len, T::zero());
+                buffer
+            }
+            None => vec![T::zero(); len],
+        }
+    }
+
+    /// A buffer of `len` zeros.
+    pub(crate) fn take_zeroed(&mut self, len: usize) -> Vec<T> {
+        let mut buffer = self.take(len);
+        buffer.fill(T::zero());
+        buffer
+    }
+
+    /// Returns a buffer for reuse.
+    pub(crate) fn give(&mut self, buffer: Vec<T>) {
+        if buffer.capacity() > 0 {
+            self.free.entry(buffer.capacity()).or_default().push(buffer);
+        }
+    }
+
+    /// How many buffers are waiting.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.free.values().map(Vec::len).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_returned_buffer_is_reused_for_the_same_size() {
+        let mut pool = BufferPool::<f32>::new();
+        let first = pool.take(100);
+        let address = first.as_ptr();
+        pool.give(first);
+        let again = pool.take(100);
+        assert_eq!(again.as_ptr(), address);
+        assert_eq!(pool.len(), 0);
+    }
+
+    #[test]
+    fn best_fit_leaves_the_large_buffer_for_the_large_request() {
+        let mut pool = BufferPool::<f64>::new();
+        let (small, large) = (pool.take(100), pool.take(150));
+        let large_address = large.as_ptr();
+        pool.give(large);
+        pool.give(small);
+        let _small = pool.take(90);
+        assert_eq!(pool.take(150).as_ptr(), large_address);
+    }
+
+    #[test]
+    fn a_much_larger_buffer_is_not_stranded_on_a_tiny_request() {
+        let mut pool = BufferPool::<f32>::new();
+        let huge = pool.take(1 << 16);
+        pool.give(huge);
+        let tiny = pool.take(4);
+        assert!(tiny.capacity() < 1 << 16);
+        assert_eq!(pool.len(), 1);
+    }
+
+    #[test]
+    fn zeroed_buffers_are_zero_even_when_recycled() {
+        let mut pool = BufferPool::<f32>::new();
+        pool.give(vec![7.0; 32]);
+        assert!(pool.take_zeroed(32).iter().all(|&x| x == 0.0));
+    }
+}

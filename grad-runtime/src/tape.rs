@@ -1,0 +1,360 @@
+//! The tape: a single-owner arena of nodes, appended in creation order.
+
+use std::panic::Location;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use ndarray::{ArrayViewD, Dimension, IxDyn};
+
+use crate::error::{ErrorKind, GradError};
+use crate::ops::Op;
+use crate::pool::BufferPool;
+use crate::tensor::{Tensor, TensorInput, tensor_from_input};
+use crate::{Float, Mark, Var};
+
+/// Position of a node on its tape. Inputs always have smaller ids than the
+/// nodes made from them, so reverse id order is a topological order.
+pub(crate) type NodeId = usize;
+
+static NEXT_TAPE_ID: AtomicU32 = AtomicU32::new(1);
+
+pub(crate) struct Node<T> {
+    pub(crate) op: Op<T>,
+    pub(crate) value: Tensor<T>,
+    /// The tape's generation when the node was made; a `Var` must match it.
+    pub(crate) generation: u32,
+    /// A parameter, or computed from one: backward visits only these.
+    pub(crate) requires_grad: bool,
+}
+
+/// A single-owner arena of nodes: every op computes its value eagerly and
+/// appends one node; [`backward`](Tape::backward) walks the nodes once in
+/// reverse and sums each node's gradient contributions into one slot.
+///
+/// `T` is `f32` (the default) or `f64`.
+///
+/// ```
+/// use grad_runtime::{g_mul, g_sum, Tape};
+/// use ndarray::array;
+///
+/// let mut tape = Tape::<f64>::new();
+/// let x = tape.param(array![1.0, -2.0, 3.0]);
+/// let xx = g_mul(&mut tape, x, x);
+/// let loss = g_sum(&mut tape, xx);
+/// tape.backward(loss)?;
+/// assert_eq!(tape.scalar(loss), 14.0);
+/// assert_eq!(tape.grad(x), array![2.0, -4.0, 6.0].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
+///
+/// Errors poison the tape instead of panicking: a bad op records the first
+/// [`GradError`], returns a poisoned `Var`, and every later op does nothing
+/// until [`reset_to`](Tape::reset_to) drops the episode that failed;
+/// [`backward`](Tape::backward) returns the error.
+pub struct Tape<T: Float = f32> {
+    id: u32,
+    generation: u32,
+    pub(crate) nodes: Vec<Node<T>>,
+    /// One gradient slot per node, apart from `nodes` so that backward can
+    /// read values while it writes gradients. `None` means zeros.
+    pub(crate) grads: Vec<Option<Tensor<T>>>,
+    pub(crate) pool: BufferPool<T>,
+    /// Backing store for the view `grad` returns for an untouched node.
+    zeros: Vec<T>,
+    error: Option<GradError>,
+}
+
+impl<T: Float> Default for Tape<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Float> Tape<T> {
+    /// An empty tape.
+    pub fn new() -> Self {
+        Tape {
+            id: NEXT_TAPE_ID.fetch_add(1, Ordering::Relaxed),
+            generation: 0,
+            nodes: Vec::new(),
+            grads: Vec::new(),
+            pool: BufferPool::new(),
+            zeros: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// Copies `t` onto the tape as a trainable parameter: backward computes
+    /// its gradient and optimizers update it in place.
+    pub fn param(&mut self, t: impl TensorInput<T>) -> Var {
+        let value = tensor_from_input(t, &mut self.pool);
+        self.push(Op::Param, value)
+    }
+
+    /// Copies `t` onto the tape as a constant (inputs, targets): no gradient
+    /// is computed for it or for anything computed from constants alone.
+    pub fn constant(&mut self, t: impl TensorInput<T>) -> Var {
+        let value = tensor_from_input(t, &mut self.pool);
+        self.push(Op::Constant, value)
+    }
+
+    /// The value of `v`, borrowed from the tape.
+    ///
+    /// A handle that names no node (poisoned, stale or from another tape)
+    /// gives an empty view of shape `[0]`; [`try_value`](Tape::try_value)
+    /// says why.
+    pub fn value(&self, v: Var) -> ArrayViewD<'_, T> {
+        match self.check(v) {
+            Ok(id) => self.nodes[id].value.view(),
+            Err(_) => empty_view(),
+        }
+    }
+
+    /// The value of `v`, or why the handle names no node.
+    #[track_caller]
+    pub fn try_value(&self, v: Var) -> Result<ArrayViewD<'_, T>, GradError> {
+        let id = self.check_or_error("Tape::value", v, Location::caller())?;
+        Ok(self.nodes[id].value.view())
+    }
+
+    /// The gradient of the last [`backward`](Tape::backward) with respect to
+    /// `v`, borrowed from the tape; zeros (of `v`'s shape) if backward never
+    /// reached `v`. A bad handle gives an empty view, as in [`value`](Tape::value).
+    pub fn grad(&mut self, v: Var) -> ArrayViewD<'_, T> {
+        match self.check(v) {
+            Ok(id) => self.grad_view(id),
+            Err(_) => empty_view(),
+        }
+    }
+
+    /// The gradient of `v`, or why the handle names no node.
+    #[track_caller]
+    pub fn try_grad(&mut self, v: Var) -> Result<ArrayViewD<'_, T>, GradError> {
+        let id = self.check_or_error("Tape::grad", v, Location::caller())?;
+        Ok(self.grad_view(id))
+    }
+
+    /// The single element of a one-element value (a loss); NaN if `v` holds
+    /// more than one element or names no node ([`try_scalar`](Tape::try_scalar) says why).
+    pub fn scalar(&self, v: Var) -> T {
+        match self.check(v) {
+            Ok(id) if self.nodes[id].value.len() == 1 => self.nodes[id].value.data[0],
+            _ => T::nan(),
+        }
+    }
+
+    /// The single element of a one-element value, or an error naming its shape.
+    #[track_caller]
+    pub fn try_scalar(&self, v: Var) -> Result<T, GradError> {
+        let location = Location::caller();
+        let id = self.check_or_error("Tape::scalar", v, location)?;
+        let value = &self.nodes[id].value;
+        if value.len() == 1 {
+            Ok(value.data[0])
+        } else {
+            let kind = ErrorKind::NotScalar { elements: value.len() };
+            Err(GradError::new("Tape::scalar", kind, vec![value.shape().to_vec()], location))
+        }
+    }
+
+    /// The number of nodes on the tape.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// True when the tape holds no node.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// A point to rewind to: typically taken after the parameters are
+    /// registered, and passed to [`reset_to`](Tape::reset_to) after every
+    /// training step.
+    pub fn mark(&self) -> Mark {
+        Mark {
+            tape: self.id,
+            len: self.nodes.len() as u32,
+            generation: self.generation,
+            poisoned: self.error.is_some(),
+        }
+    }
+
+    /// Rewinds the tape to `mark`: drops every later node (their buffers are
+    /// kept for reuse, and the arena keeps its capacity), clears every
+    /// surviving gradient, and clears an error raised after the mark.
+    /// Values of surviving nodes (the parameters) are untouched.
+    ///
+    /// Handles to dropped nodes become stale: using one is an error, never
+    /// a read of whichever node later takes its place. A mark from another
+    /// tape, or one whose nodes an earlier `reset_to` already dropped,
+    /// poisons the tape and changes nothing else.
+    #[track_caller]
+    pub fn reset_to(&mut self, mark: Mark) {
+        let kind = if mark.tape != self.id {
+            Some(ErrorKind::ForeignMark)
+        } else if !self.mark_is_live(mark) {
+            Some(ErrorKind::StaleMark)
+        } else {
+            None
+        };
+        if let Some(kind) = kind {
+            self.record(GradError::new("Tape::reset_to", kind, Vec::new(), Location::caller()));
+            return;
+        }
+        let keep = mark.len();
+        for node in self.nodes.drain(keep..) {
+            self.pool.give(node.value.data);
+        }
+        for grad in self.grads.drain(keep..).flatten() {
+            self.pool.give(grad.data);
+        }
+        self.clear_grads();
+        self.generation = self.generation.wrapping_add(1);
+        if !mark.poisoned {
+            self.error = None;
+        }
+    }
+
+    /// True until an op fails; see [`error`](Tape::error).
+    pub fn is_ok(&self) -> bool {
+        self.error.is_none()
+    }
+
+    /// The first error raised since the tape was last reset past it.
+    pub fn error(&self) -> Option<&GradError> {
+        self.error.as_ref()
+    }
+
+    /// Records `error` unless the tape already holds one (the first error
+    /// is the one worth reading). Used by the `grad!` macro's run-time
+    /// shape checks; ops poison the tape themselves.
+    pub fn poison(&mut self, error: GradError) {
+        self.record(error);
+    }
+
+    // ---- crate internals: handle checks, node creation ----
+
+    pub(crate) fn check(&self, v: Var) -> Result<NodeId, ErrorKind> {
+        if v.tape != self.id {
+            return Err(ErrorKind::ForeignVar);
+        }
+        if v.is_poisoned() {
+            return Err(ErrorKind::PoisonedVar);
+        }
+        match self.nodes.get(v.index()) {
+            Some(node) if node.generation == v.generation => Ok(v.index()),
+            _ => Err(ErrorKind::StaleVar),
+        }
+    }
+
+    pub(crate) fn check_or_error(
+        &self,
+        op: &'static str,
+        v: Var,
+        location: &'static Location<'static>,
+    ) -> Result<NodeId, GradError> {
+        self.check(v).map_err(|kind| GradError::new(op, kind, Vec::new(), location))
+    }
+
+    /// Resolves an op's input handles, or records why one is bad. `None`
+    /// also when the tape is already poisoned: the op must then do nothing.
+    pub(crate) fn resolve<const N: usize>(
+        &mut self,
+        op: &'static str,
+        vars: [Var; N],
+        location: &'static Location<'static>,
+    ) -> Option<[NodeId; N]> {
+        if self.error.is_some() {
+            return None;
+        }
+        let mut ids = [0; N];
+        for (slot, var) in ids.iter_mut().zip(vars) {
+            match self.check(var) {
+                Ok(id) => *slot = id,
+                Err(kind) => {
+                    let shapes =
+                        vars.iter().filter_map(|&v| self.check(v).ok()).map(|id| self.shape(id).to_vec()).collect();
+                    self.record(GradError::new(op, kind, shapes, location));
+                    return None;
+                }
+            }
+        }
+        Some(ids)
+    }
+
+    /// Records an op's error (naming its inputs' shapes) and returns the poisoned handle.
+    pub(crate) fn fail(
+        &mut self,
+        op: &'static str,
+        kind: ErrorKind,
+        inputs: &[NodeId],
+        location: &'static Location<'static>,
+    ) -> Var {
+        let shapes = inputs.iter().map(|&id| self.shape(id).to_vec()).collect();
+        self.record(GradError::new(op, kind, shapes, location));
+        self.poisoned_var()
+    }
+
+    pub(crate) fn poisoned_var(&self) -> Var {
+        Var::poisoned(self.id)
+    }
+
+    pub(crate) fn record(&mut self, error: GradError) {
+        if self.error.is_none() {
+            self.error = Some(error);
+        }
+    }
+
+    /// Appends a node and returns its handle.
+    pub(crate) fn push(&mut self, op: Op<T>, value: Tensor<T>) -> Var {
+        let requires_grad = match op {
+            Op::Param => true,
+            _ => op.inputs().any(|id| self.nodes[id].requires_grad),
+        };
+        let index = self.nodes.len() as u32;
+        self.nodes.push(Node { op, value, generation: self.generation, requires_grad });
+        self.grads.push(None);
+        Var { tape: self.id, generation: self.generation, index }
+    }
+
+    pub(crate) fn shape(&self, id: NodeId) -> &[usize] {
+        self.nodes[id].value.shape()
+    }
+
+    pub(crate) fn value_of(&self, id: NodeId) -> &Tensor<T> {
+        &self.nodes[id].value
+    }
+
+    /// An output buffer of `shape` with unspecified contents, from the pool.
+    pub(crate) fn output(&mut self, shape: IxDyn) -> Tensor<T> {
+        let data = self.pool.take(shape.size());
+        Tensor::new(shape, data)
+    }
+
+    /// Returns every gradient buffer to the pool.
+    pub(crate) fn clear_grads(&mut self) {
+        for grad in self.grads.iter_mut().filter_map(Option::take) {
+            self.pool.give(grad.data);
+        }
+    }
+
+    fn grad_view(&mut self, id: NodeId) -> ArrayViewD<'_, T> {
+        if let Some(grad) = &self.grads[id] {
+            return grad.view();
+        }
+        let value = &self.nodes[id].value;
+        if self.zeros.len() < value.len() {
+            self.zeros.resize(value.len(), T::zero());
+        }
+        ArrayViewD::from_shape(value.shape.clone(), &self.zeros[..value.len()])
+            .expect("invariant: the zeros buffer was just sized to the node")
+    }
+
+    fn mark_is_live(&self, mark: Mark) -> bool {
+        let len = mark.len();
+        len <= self.nodes.len() && (len == 0 || self.nodes[len - 1].generation <= mark.generation)
+    }
+}
+
+fn empty_view<'a, T>() -> ArrayViewD<'a, T> {
+    ArrayViewD::from_shape(IxDyn(&[0]), &[]).expect("invariant: an empty shape fits an empty slice")
+}

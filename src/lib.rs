@@ -1,0 +1,1 @@
+//! Hosts the integration tests, examples and benchmarks of the grad workspace.

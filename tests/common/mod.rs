@@ -1,0 +1,130 @@
+//! Helpers shared by the integration tests: a seeded random source, a
+//! central finite-difference gradient check in f64, and tolerance checks.
+#![allow(dead_code)] // each test binary uses a different subset
+
+use grad_runtime::{Tape, Var};
+use ndarray::{ArrayD, IxDyn};
+
+/// SplitMix64: a tiny, seedable, dependency-free generator; the tests only
+/// need reproducible, well-spread numbers.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    pub fn uniform(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Standard normal (Box-Muller).
+    pub fn normal(&mut self) -> f64 {
+        let u1 = 1.0 - self.uniform();
+        let u2 = self.uniform();
+        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    }
+
+    pub fn normal_array(&mut self, shape: &[usize]) -> ArrayD<f64> {
+        ArrayD::from_shape_fn(IxDyn(shape), |_| self.normal())
+    }
+
+    /// Uniform in [lo, hi).
+    pub fn uniform_array(&mut self, shape: &[usize], lo: f64, hi: f64) -> ArrayD<f64> {
+        ArrayD::from_shape_fn(IxDyn(shape), |_| lo + (hi - lo) * self.uniform())
+    }
+
+    /// Normal values pushed at least `gap` away from zero (for relu and
+    /// abs, whose kink a finite difference must not straddle).
+    pub fn away_from_zero(&mut self, shape: &[usize], gap: f64) -> ArrayD<f64> {
+        self.normal_array(shape).mapv(|v| if v >= 0.0 { v + gap } else { v - gap })
+    }
+}
+
+/// Builds a program on a fresh tape from its inputs (all registered as
+/// parameters) and returns its output.
+pub type Program<'a> = &'a dyn Fn(&mut Tape<f64>, &[Var]) -> Var;
+
+/// Runs `program` forward, then backward seeded with `cotangent`; returns
+/// the output and the gradient of every input.
+pub fn run_with_grads(
+    program: Program<'_>,
+    inputs: &[ArrayD<f64>],
+    cotangent: &ArrayD<f64>,
+) -> (ArrayD<f64>, Vec<ArrayD<f64>>) {
+    let mut tape = Tape::<f64>::new();
+    let vars: Vec<Var> = inputs.iter().map(|x| tape.param(x)).collect();
+    let out = program(&mut tape, &vars);
+    tape.backward_with(out, cotangent).expect("program must run cleanly");
+    let value = tape.value(out).to_owned();
+    let grads = vars.iter().map(|&v| tape.grad(v).to_owned()).collect();
+    (value, grads)
+}
+
+/// `sum(program(inputs) * cotangent)`, the scalar whose gradient is the
+/// vector-Jacobian product `backward_with` computes.
+fn projected(program: Program<'_>, inputs: &[ArrayD<f64>], cotangent: &ArrayD<f64>) -> f64 {
+    let mut tape = Tape::<f64>::new();
+    let vars: Vec<Var> = inputs.iter().map(|x| tape.param(x)).collect();
+    let out = program(&mut tape, &vars);
+    assert!(tape.is_ok(), "program failed: {:?}", tape.error());
+    (&tape.value(out) * cotangent).sum()
+}
+
+/// Checks every input's analytic gradient against central finite
+/// differences (step 1e-6, in f64) of `sum(output * cotangent)` with a
+/// random cotangent. Returns the largest relative error found, which must
+/// be below `1e-6`, measured as |fd - analytic| / max(1, |analytic|).
+pub fn check_finite_differences(name: &str, program: Program<'_>, inputs: &[ArrayD<f64>], seed: u64) -> f64 {
+    const STEP: f64 = 1e-6;
+    let mut rng = Rng::new(seed);
+    let mut tape = Tape::<f64>::new();
+    let vars: Vec<Var> = inputs.iter().map(|x| tape.param(x)).collect();
+    let out = program(&mut tape, &vars);
+    assert!(tape.is_ok(), "{name}: program failed: {:?}", tape.error());
+    let cotangent = rng.normal_array(tape.value(out).shape());
+    let (_, grads) = run_with_grads(program, inputs, &cotangent);
+
+    let mut worst: f64 = 0.0;
+    for (k, input) in inputs.iter().enumerate() {
+        for index in 0..input.len() {
+            let mut shifted = inputs.to_vec();
+            let flat = shifted[k].as_slice_mut().expect("test inputs are standard layout");
+            let original = flat[index];
+            flat[index] = original + STEP;
+            let plus = projected(program, &shifted, &cotangent);
+            shifted[k].as_slice_mut().unwrap()[index] = original - STEP;
+            let minus = projected(program, &shifted, &cotangent);
+            let numeric = (plus - minus) / (2.0 * STEP);
+            let analytic = grads[k].as_slice().unwrap()[index];
+            let error = (numeric - analytic).abs() / analytic.abs().max(1.0);
+            assert!(
+                error < 1e-6,
+                "{name}: input {k} element {index}: finite difference {numeric}, backward {analytic} (relative error {error:e})"
+            );
+            worst = worst.max(error);
+        }
+    }
+    worst
+}
+
+/// Asserts `|got - want| <= atol + rtol * |want|` elementwise, with the same shape.
+pub fn assert_close(what: &str, got: &ArrayD<f64>, want: &ArrayD<f64>, rtol: f64, atol: f64) {
+    assert_eq!(got.shape(), want.shape(), "{what}: shape");
+    for (i, (&g, &w)) in got.iter().zip(want.iter()).enumerate() {
+        assert!(
+            (g - w).abs() <= atol + rtol * w.abs(),
+            "{what}: element {i}: got {g}, want {w} (diff {:e})",
+            (g - w).abs()
+        );
+    }
+}
