@@ -135,7 +135,8 @@ mod tests {
 
     #[test]
     fn shapes_broadcast_as_numpy() {
-        let cases: [(&[usize], &[usize], Option<&[usize]>); 7] = [
+        type Case = (&'static [usize], &'static [usize], Option<&'static [usize]>);
+        let cases: [Case; 7] = [
             (&[64, 10], &[10], Some(&[64, 10])),
             (&[2, 1, 3], &[4, 1], Some(&[2, 4, 3])),
             (&[3], &[4, 3], Some(&[4, 3])),

@@ -86,7 +86,7 @@ fn add_backward_scaled<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, x: N
     if sink.wants(x) {
         let mut contribution = unbroadcast(&g.data, g.shape(), sink.value(x).shape(), sink.pool);
         if sign != T::one() {
-            contribution.iter_mut().for_each(|c| *c = *c * sign);
+            contribution.iter_mut().for_each(|c| *c *= sign);
         }
         sink.add(x, contribution);
     }
