@@ -1,0 +1,292 @@
+//! What every optimizer shares: the registered parameters (each with its own
+//! coefficient and its slice of the optimizer's state), the learning rate,
+//! the step count, global-norm clipping, and the checks that turn misuse
+//! into a [`GradError`] instead of a panic or a silent no-op.
+//!
+//! A step is two phases: [`Registry::begin_step`] checks everything and
+//! computes the clip scale without touching a parameter (so a refused step
+//! changes nothing), then [`Registry::update_each`] hands each parameter
+//! that has a gradient to the optimizer's update rule. Neither allocates.
+
+use std::panic::Location;
+
+use crate::error::{ErrorKind, GradError};
+use crate::ops::Op;
+use crate::{Float, Tape, Var};
+
+/// One registered parameter.
+pub(crate) struct Entry {
+    pub(crate) var: Var,
+    /// Its own coefficient: the L2 `alpha` of `Sgd`/`Adam`, the decoupled
+    /// weight decay of `AdamW`.
+    pub(crate) coefficient: f64,
+    /// Where its elements start in the optimizer's flat state, counted in
+    /// parameter elements (a state with k slots per element scales it by k).
+    pub(crate) offset: usize,
+    /// Its element count.
+    pub(crate) len: usize,
+    /// How many steps have updated it so far (steps that found no gradient
+    /// for it do not count).
+    pub(crate) updates: u64,
+}
+
+/// The domain a scalar argument must lie in; each names itself in the error.
+#[derive(Clone, Copy)]
+pub(crate) enum Domain {
+    /// Finite and `>= 0`: learning rates, L2 and decay coefficients, momentum, eps.
+    NonNegative,
+    /// Finite and `> 0`: the clipping threshold.
+    Positive,
+    /// In `[0, 1)`: Adam's betas.
+    Beta,
+    /// In `[0, 1]`: SGD's dampening.
+    Fraction,
+}
+
+impl Domain {
+    fn contains(self, x: f64) -> bool {
+        match self {
+            Domain::NonNegative => x.is_finite() && x >= 0.0,
+            Domain::Positive => x.is_finite() && x > 0.0,
+            Domain::Beta => (0.0..1.0).contains(&x),
+            Domain::Fraction => (0.0..=1.0).contains(&x),
+        }
+    }
+
+    fn expected(self) -> &'static str {
+        match self {
+            Domain::NonNegative => "a finite number >= 0",
+            Domain::Positive => "a finite number > 0",
+            Domain::Beta => "a number in [0, 1)",
+            Domain::Fraction => "a number in [0, 1]",
+        }
+    }
+}
+
+/// Returns `value` if it lies in `domain`, else the error naming it.
+pub(crate) fn check_arg(
+    op: &'static str,
+    name: &'static str,
+    value: f64,
+    domain: Domain,
+    location: &'static Location<'static>,
+) -> Result<f64, GradError> {
+    if domain.contains(value) {
+        Ok(value)
+    } else {
+        let kind = ErrorKind::InvalidArgument { name, value, expected: domain.expected() };
+        Err(GradError::new(op, kind, Vec::new(), location))
+    }
+}
+
+/// The parameters, learning rate, step count and clipping of one optimizer.
+pub(crate) struct Registry {
+    entries: Vec<Entry>,
+    /// Total element count of the registered parameters.
+    elements: usize,
+    lr: f64,
+    max_norm: Option<f64>,
+    steps: u64,
+    /// The first invalid constructor or builder argument. Constructors and
+    /// builders return the optimizer itself, so the error waits here and
+    /// every later `add` and `step` returns it.
+    config_error: Option<GradError>,
+}
+
+impl Registry {
+    /// A registry with no parameter; an invalid `lr` is kept as a configuration error.
+    pub(crate) fn new(op: &'static str, lr: f64, location: &'static Location<'static>) -> Registry {
+        let mut registry =
+            Registry { entries: Vec::new(), elements: 0, lr: 0.0, max_norm: None, steps: 0, config_error: None };
+        if let Some(lr) = registry.accept(op, "lr", lr, Domain::NonNegative, location) {
+            registry.lr = lr;
+        }
+        registry
+    }
+
+    /// Checks a constructor or builder argument: returns it, or keeps the
+    /// error (the first one wins) for the next `add` or `step` and returns `None`.
+    pub(crate) fn accept(
+        &mut self,
+        op: &'static str,
+        name: &'static str,
+        value: f64,
+        domain: Domain,
+        location: &'static Location<'static>,
+    ) -> Option<f64> {
+        match check_arg(op, name, value, domain, location) {
+            Ok(value) => Some(value),
+            Err(error) => {
+                self.reject(error);
+                None
+            }
+        }
+    }
+
+    /// Keeps a configuration error unless an earlier one is already kept.
+    pub(crate) fn reject(&mut self, error: GradError) {
+        self.config_error.get_or_insert(error);
+    }
+
+    pub(crate) fn config_error(&self) -> Result<(), GradError> {
+        self.config_error.as_ref().map_or(Ok(()), |error| Err(error.clone()))
+    }
+
+    pub(crate) fn lr(&self) -> f64 {
+        self.lr
+    }
+
+    pub(crate) fn set_lr(
+        &mut self,
+        op: &'static str,
+        lr: f64,
+        location: &'static Location<'static>,
+    ) -> Result<(), GradError> {
+        self.lr = check_arg(op, "lr", lr, Domain::NonNegative, location)?;
+        Ok(())
+    }
+
+    pub(crate) fn max_norm(&self) -> Option<f64> {
+        self.max_norm
+    }
+
+    pub(crate) fn set_clip(
+        &mut self,
+        op: &'static str,
+        max_norm: f64,
+        location: &'static Location<'static>,
+    ) -> Result<(), GradError> {
+        self.max_norm = Some(check_arg(op, "max_norm", max_norm, Domain::Positive, location)?);
+        Ok(())
+    }
+
+    /// How many steps were taken (the `t` of Adam's bias correction).
+    pub(crate) fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    pub(crate) fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// The registered parameter `var`, if any.
+    pub(crate) fn entry(&self, var: Var) -> Option<&Entry> {
+        self.entries.iter().find(|entry| entry.var == var)
+    }
+
+    /// Total element count of the registered parameters: the length of a
+    /// state with one slot per element.
+    pub(crate) fn elements(&self) -> usize {
+        self.elements
+    }
+
+    /// Registers `var`, a parameter of `tape`, with its own coefficient
+    /// (called `name` in errors). Refuses anything but a live parameter of
+    /// the tape the earlier parameters came from, a parameter already
+    /// registered, and a coefficient that is negative or not finite.
+    pub(crate) fn add<T: Float>(
+        &mut self,
+        op: &'static str,
+        tape: &Tape<T>,
+        var: Var,
+        (name, coefficient): (&'static str, f64),
+        location: &'static Location<'static>,
+    ) -> Result<(), GradError> {
+        self.config_error()?;
+        let id = tape.check_or_error(op, var, location)?;
+        let shapes = vec![tape.shape(id).to_vec()];
+        let kind = if !matches!(tape.nodes[id].op, Op::Param) {
+            Some(ErrorKind::NotAParameter)
+        } else if self.entries.first().is_some_and(|first| first.var.tape != var.tape) {
+            Some(ErrorKind::ForeignVar)
+        } else if self.entry(var).is_some() {
+            Some(ErrorKind::DuplicateParameter)
+        } else {
+            None
+        };
+        if let Some(kind) = kind {
+            return Err(GradError::new(op, kind, shapes, location));
+        }
+        let coefficient = check_arg(op, name, coefficient, Domain::NonNegative, location)?;
+        let len = tape.nodes[id].value.len();
+        self.entries.push(Entry { var, coefficient, offset: self.elements, len, updates: 0 });
+        self.elements += len;
+        Ok(())
+    }
+
+    /// Phase one of a step: refuses a misconfigured optimizer, a poisoned
+    /// tape, and a parameter that is no longer a live node of `tape` (a
+    /// different tape, or dropped by `reset_to`); then advances the step
+    /// count and returns the clip scale (one when clipping is off or the
+    /// norm is within bounds). Nothing is changed when it fails.
+    pub(crate) fn begin_step<T: Float>(
+        &mut self,
+        op: &'static str,
+        tape: &Tape<T>,
+        location: &'static Location<'static>,
+    ) -> Result<T, GradError> {
+        self.config_error()?;
+        if let Some(first) = tape.error() {
+            let kind = ErrorKind::TapePoisoned { first: Box::new(first.clone()) };
+            return Err(GradError::new(op, kind, Vec::new(), location));
+        }
+        for entry in &self.entries {
+            tape.check_or_error(op, entry.var, location)?;
+        }
+        let scale = match self.max_norm {
+            Some(max_norm) => clip_scale(self.global_norm(tape), max_norm),
+            None => 1.0,
+        };
+        self.steps += 1;
+        Ok(T::from_f64(scale))
+    }
+
+    /// The L2 norm of the raw gradients of every registered parameter that
+    /// has one, summed in f64 in registration order, then row-major order.
+    fn global_norm<T: Float>(&self, tape: &Tape<T>) -> f64 {
+        let mut sum_of_squares = 0.0;
+        for entry in &self.entries {
+            if let Some(grad) = &tape.grads[entry.var.index()] {
+                for &g in &grad.data {
+                    let g = g.to_f64();
+                    sum_of_squares += g * g;
+                }
+            }
+        }
+        sum_of_squares.sqrt()
+    }
+
+    /// Phase two of a step: calls `update(index, entry, value, grad)` for
+    /// every registered parameter that has a gradient, in registration
+    /// order, with its value (to update in place) and its raw gradient; a
+    /// parameter backward never reached is skipped. Counts the update in the
+    /// entry afterwards, so `entry.updates` is the count before this one.
+    pub(crate) fn update_each<T: Float>(
+        &mut self,
+        tape: &mut Tape<T>,
+        mut update: impl FnMut(usize, &Entry, &mut [T], &[T]),
+    ) {
+        let (nodes, grads) = (&mut tape.nodes, &tape.grads);
+        for (index, entry) in self.entries.iter_mut().enumerate() {
+            let id = entry.var.index();
+            let Some(grad) = &grads[id] else { continue };
+            update(index, entry, &mut nodes[id].value.data, &grad.data);
+            entry.updates += 1;
+        }
+    }
+}
+
+/// `max_norm / norm` when the norm exceeds `max_norm`, else exactly one (no
+/// epsilon: torch's `clip_grad_norm_` divides by `norm + 1e-6`). A NaN norm
+/// is not clipped, so the NaN reaches the parameters instead of hiding.
+fn clip_scale(norm: f64, max_norm: f64) -> f64 {
+    if norm > max_norm { max_norm / norm } else { 1.0 }
+}
+
+/// `base` to the power `n` as the running product `((base·base)·base)···`,
+/// the order in which a step-by-step hand computation (and an optimizer
+/// that multiplies once per step) forms it; `powi` promises no particular
+/// rounding. Used only when betas change after steps were taken.
+pub(crate) fn running_power(base: f64, n: u64) -> f64 {
+    (0..n).fold(1.0, |power, _| power * base)
+}
