@@ -114,7 +114,8 @@ impl<T: Float> Sgd<T> {
     #[track_caller]
     #[must_use]
     pub fn nesterov(mut self, nesterov: bool) -> Self {
-        self.nesterov = nesterov.then(Location::caller);
+        let location = Location::caller(); // here, not inside a closure: that would name core
+        self.nesterov = nesterov.then_some(location);
         self
     }
 
