@@ -6,7 +6,7 @@ use std::panic::Location;
 use ndarray::{ArrayBase, Data, Dimension};
 
 use crate::error::{ErrorKind, GradError};
-use crate::ops::{Op, binary, layout, loss, matmul, reduce, softmax, unary};
+use crate::ops::{Op, binary, embedding, layout, loss, matmul, norm, reduce, softmax, unary};
 use crate::pool::BufferPool;
 use crate::tape::{Node, NodeId};
 use crate::tensor::Tensor;
@@ -118,12 +118,18 @@ fn propagate<T: Float>(sink: &mut GradSink<'_, T>, node: &Node<T>, g: &Tensor<T>
         Op::Unary(x, f) => unary::backward(sink, g, out, x, f),
         Op::Sum(x) => reduce::sum_backward(sink, g, x),
         Op::Mean(x) => reduce::mean_backward(sink, g, x),
+        Op::SumAxis { x, axis } => reduce::sum_axis_backward(sink, g, x, axis),
+        Op::MeanAxis { x, axis } => reduce::mean_axis_backward(sink, g, x, axis),
+        Op::MaxAxis { x, axis } => reduce::max_axis_backward(sink, g, x, axis),
         Op::Mse(y, t) => loss::mse_backward(sink, g, y, t),
-        Op::MatMul(a, b) => matmul::matmul_backward(sink, g, a, b),
-        Op::Bmm(a, b) => matmul::bmm_backward(sink, g, a, b),
+        Op::CrossEntropy { logits, ref targets } => loss::cross_entropy_backward(sink, g, logits, targets),
+        Op::MatMul(a, b) | Op::Bmm(a, b) => matmul::matmul_backward(sink, g, a, b),
         Op::Transpose(x) => layout::transpose_backward(sink, g, x),
         Op::Reshape(x) => layout::reshape_backward(sink, g, x),
         Op::Softmax { x, axis } => softmax::softmax_backward(sink, g, out, x, axis),
+        Op::LogSoftmax { x, axis } => softmax::log_softmax_backward(sink, g, out, x, axis),
+        Op::Embedding { table, ref ids } => embedding::embedding_backward(sink, g, table, ids),
+        Op::LayerNorm { x, gamma, beta, eps } => norm::layer_norm_backward(sink, g, [x, gamma, beta], eps),
         Op::Slice { x, ref starts } => layout::slice_backward(sink, g, x, starts),
         Op::Concat { a, b, axis } => layout::concat_backward(sink, g, a, b, axis),
     }

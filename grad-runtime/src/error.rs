@@ -48,6 +48,8 @@ pub enum ErrorKind {
     Rank { expected: &'static str, got: usize },
     /// A value with more (or fewer) than one element where a scalar is needed.
     NotScalar { elements: usize },
+    /// A maximum (or arg-max) over an axis of length 0.
+    EmptyReduction { axis: usize },
     /// An axis outside `-ndim..ndim`.
     Axis { axis: isize, ndim: usize },
     /// Operands that must have the same number of dims do not.
@@ -154,6 +156,9 @@ impl fmt::Display for ErrorKind {
             }
             ErrorKind::NotScalar { elements } => {
                 write!(f, "expected a one-element value, got {elements} elements")
+            }
+            ErrorKind::EmptyReduction { axis } => {
+                write!(f, "cannot reduce axis {axis}: it has length 0")
             }
             ErrorKind::Axis { axis, ndim } => write!(
                 f,

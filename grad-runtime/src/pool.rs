@@ -3,8 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use crate::Float;
-
 /// Free buffers keyed by capacity. A request takes the smallest buffer that
 /// fits (best fit): a training step asks for the same sizes in the same
 /// order every time, so after the first step every request finds its own
@@ -13,7 +11,7 @@ pub(crate) struct BufferPool<T> {
     free: BTreeMap<usize, Vec<Vec<T>>>,
 }
 
-impl<T: Float> BufferPool<T> {
+impl<T: Copy + Default> BufferPool<T> {
     pub(crate) fn new() -> Self {
         BufferPool { free: BTreeMap::new() }
     }
@@ -30,17 +28,17 @@ impl<T: Float> BufferPool<T> {
         let found = self.free.range_mut(len..=max_capacity).find_map(|(_, bucket)| bucket.pop());
         match found {
             Some(mut buffer) => {
-                buffer.resize(len, T::zero());
+                buffer.resize(len, T::default());
                 buffer
             }
-            None => vec![T::zero(); len],
+            None => vec![T::default(); len],
         }
     }
 
-    /// A buffer of `len` zeros.
+    /// A buffer of `len` zeros (`T::default()`).
     pub(crate) fn take_zeroed(&mut self, len: usize) -> Vec<T> {
         let mut buffer = self.take(len);
-        buffer.fill(T::zero());
+        buffer.fill(T::default());
         buffer
     }
 

@@ -58,6 +58,8 @@ pub struct Tape<T: Float = f32> {
     /// read values while it writes gradients. `None` means zeros.
     pub(crate) grads: Vec<Option<Tensor<T>>>,
     pub(crate) pool: BufferPool<T>,
+    /// Recycled index buffers (class targets, embedding ids) of ops that keep them.
+    pub(crate) index_pool: BufferPool<usize>,
     /// Backing store for the view `grad` returns for an untouched node.
     zeros: Vec<T>,
     error: Option<GradError>,
@@ -78,6 +80,7 @@ impl<T: Float> Tape<T> {
             nodes: Vec::new(),
             grads: Vec::new(),
             pool: BufferPool::new(),
+            index_pool: BufferPool::new(),
             zeros: Vec::new(),
             error: None,
         }
@@ -203,6 +206,9 @@ impl<T: Float> Tape<T> {
         let keep = mark.len();
         for node in self.nodes.drain(keep..) {
             self.pool.give(node.value.data);
+            if let Some(indices) = node.op.into_indices() {
+                self.index_pool.give(indices);
+            }
         }
         for grad in self.grads.drain(keep..).flatten() {
             self.pool.give(grad.data);
@@ -328,6 +334,13 @@ impl<T: Float> Tape<T> {
     pub(crate) fn output(&mut self, shape: IxDyn) -> Tensor<T> {
         let data = self.pool.take(shape.size());
         Tensor::new(shape, data)
+    }
+
+    /// A pooled copy of an op's integer payload.
+    pub(crate) fn copy_indices(&mut self, indices: &[usize]) -> Vec<usize> {
+        let mut copy = self.index_pool.take(indices.len());
+        copy.copy_from_slice(indices);
+        copy
     }
 
     /// Returns every gradient buffer to the pool.

@@ -1,4 +1,4 @@
-//! Losses: `mse`.
+//! Losses: `mse` and `cross_entropy`.
 
 use std::panic::Location;
 
@@ -50,4 +50,76 @@ pub(crate) fn mse_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, 
             sink.add(x, contribution);
         }
     }
+}
+
+/// Cross-entropy of `logits: [N, C]` against integer class `targets` (one
+/// per row, each in `0..C`): `mean over n of -log_softmax(logits[n])[targets[n]]`,
+/// a scalar. Fused with its softmax, so it is stable for any finite logits.
+/// A target out of range is an error naming its position and value.
+///
+/// Gradient: `g · (softmax(logits[n]) - onehot(targets[n])) / N` to row `n`.
+#[track_caller]
+pub fn g_cross_entropy<T: Float>(tp: &mut Tape<T>, logits: Var, targets: &[usize]) -> Var {
+    const NAME: &str = "g_cross_entropy";
+    let location = Location::caller();
+    let Some([logits]) = tp.resolve(NAME, [logits], location) else {
+        return tp.poisoned_var();
+    };
+    let shape = tp.shape(logits);
+    if shape.len() != 2 {
+        let kind = ErrorKind::Rank { expected: "2-D ([batch, classes])", got: shape.len() };
+        return tp.fail(NAME, kind, &[logits], location);
+    }
+    let (rows, classes) = (shape[0], shape[1]);
+    if targets.len() != rows {
+        let kind = ErrorKind::IndexCount { what: "target", got: targets.len(), expected: rows };
+        return tp.fail(NAME, kind, &[logits], location);
+    }
+    if let Some((position, &index)) = targets.iter().enumerate().find(|&(_, &t)| t >= classes) {
+        let kind = ErrorKind::IndexOutOfRange { what: "target class", position, index, len: classes };
+        return tp.fail(NAME, kind, &[logits], location);
+    }
+    let x = &tp.nodes[logits].value.data;
+    let total = x.chunks_exact(classes.max(1)).zip(targets).fold(T::zero(), |sum, (row, &t)| sum + row_loss(row, t));
+    let mut out = tp.output(IxDyn(&[]));
+    out.data[0] = total / T::from_usize(rows);
+    let targets = tp.copy_indices(targets);
+    tp.push(Op::CrossEntropy { logits, targets }, out)
+}
+
+/// `-log_softmax(row)[target]`, as `log(sum(exp(row - max))) - (row[target] - max)`:
+/// the maximum is subtracted before `exp` and never added back, so a
+/// confident row costs no rounding at the logits' magnitude.
+fn row_loss<T: Float>(row: &[T], target: usize) -> T {
+    let max = row.iter().fold(T::neg_infinity(), |m, &v| m.max(v));
+    row.iter().fold(T::zero(), |s, &v| s + (v - max).exp()).ln() - (row[target] - max)
+}
+
+pub(crate) fn cross_entropy_backward<T: Float>(
+    sink: &mut GradSink<'_, T>,
+    g: &Tensor<T>,
+    logits: NodeId,
+    targets: &[usize],
+) {
+    if !sink.wants(logits) {
+        return;
+    }
+    let x = sink.value(logits);
+    let classes = x.shape()[1];
+    let scale = g.data[0] / T::from_usize(targets.len());
+    let mut contribution = sink.pool.take(x.len());
+    let rows = x.data.chunks_exact(classes).zip(contribution.chunks_exact_mut(classes));
+    for ((row, grad_row), &t) in rows.zip(targets) {
+        let max = row.iter().fold(T::neg_infinity(), |m, &v| m.max(v));
+        let mut total = T::zero();
+        for (d, &v) in grad_row.iter_mut().zip(row) {
+            *d = (v - max).exp();
+            total += *d;
+        }
+        for d in grad_row.iter_mut() {
+            *d = *d / total * scale;
+        }
+        grad_row[t] -= scale;
+    }
+    sink.add(logits, contribution);
 }

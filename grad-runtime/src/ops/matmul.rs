@@ -1,22 +1,32 @@
 //! Matrix products through an optimised GEMM (ndarray's `general_mat_mul`,
-//! backed by matrixmultiply): `matmul` of two matrices and `bmm` of two
-//! stacks of matrices.
+//! backed by matrixmultiply): `matmul` with NumPy's batching rules, and
+//! the strict batched product `bmm`.
 
 use std::panic::Location;
 
 use ndarray::linalg::general_mat_mul;
-use ndarray::{ArrayView2, ArrayViewMut2, IxDyn};
+use ndarray::{ArrayView2, ArrayViewMut2, Dimension, IxDyn};
 
 use crate::backward::GradSink;
+use crate::broadcast::{broadcast_shapes, broadcast_strides, for_each_offset};
 use crate::error::ErrorKind;
 use crate::ops::Op;
 use crate::tape::NodeId;
 use crate::tensor::Tensor;
 use crate::{Float, Tape, Var};
 
-/// The matrix product `a @ b` of `a: [m, k]` and `b: [k, n]`, giving `[m, n]`.
+/// The matrix product `a @ b` with NumPy's rules for stacks of matrices:
 ///
-/// Gradient: `g @ bᵀ` to `a`, `aᵀ @ g` to `b`.
+/// - `[m, k] @ [k, n]` gives `[m, n]`;
+/// - `[..., m, k] @ [k, n]` applies the matrix to every row of the stack
+///   (`[B, T, D] @ [D, E]` gives `[B, T, E]`, one GEMM, no reshape needed);
+/// - `[..., m, k] @ [..., k, n]` multiplies matching matrices, the leading
+///   (batch) dims broadcasting as in `g_add`.
+///
+/// 1-D operands are rejected (reshape a vector to `[1, k]` or `[k, 1]`).
+///
+/// Gradient: `g @ bᵀ` to `a`, `aᵀ @ g` to `b`, each summed over the batch
+/// dims it was broadcast along.
 #[track_caller]
 pub fn g_matmul<T: Float>(tp: &mut Tape<T>, a: Var, b: Var) -> Var {
     const NAME: &str = "g_matmul";
@@ -24,17 +34,27 @@ pub fn g_matmul<T: Float>(tp: &mut Tape<T>, a: Var, b: Var) -> Var {
     let Some([a, b]) = tp.resolve(NAME, [a, b], location) else {
         return tp.poisoned_var();
     };
-    let Some((m, k, n)) = check_product(tp, NAME, a, b, 2, location) else {
-        return tp.poisoned_var();
+    let plan = match Plan::new(tp.shape(a), tp.shape(b)) {
+        Ok(plan) => plan,
+        Err(kind) => return tp.fail(NAME, kind, &[a, b], location),
     };
-    let mut out = tp.output(IxDyn(&[m, n]));
+    let mut out = tp.output(plan.out_shape.clone());
     let (va, vb) = (&tp.nodes[a].value.data, &tp.nodes[b].value.data);
-    gemm(matrix(va, m, k), matrix(vb, k, n), &mut out.data);
+    plan.for_each_product(tp.shape(a), tp.shape(b), |ia, ib, io| {
+        let (m, k, n) = (plan.m, plan.k, plan.n);
+        gemm(
+            matrix(&va[ia..ia + m * k], m, k),
+            matrix(&vb[ib..ib + k * n], k, n),
+            &mut out.data[io..io + m * n],
+            false,
+        );
+    });
     tp.push(Op::MatMul(a, b), out)
 }
 
 /// The batched product of `a: [batch, m, k]` and `b: [batch, k, n]`, giving
-/// `[batch, m, n]`: one matrix product per batch entry.
+/// `[batch, m, n]`: one matrix product per batch entry. Stricter than
+/// [`g_matmul`]: both must be 3-D with equal batch sizes.
 ///
 /// Gradient: `g[i] @ b[i]ᵀ` to `a[i]`, `a[i]ᵀ @ g[i]` to `b[i]`.
 #[track_caller]
@@ -44,96 +64,115 @@ pub fn g_bmm<T: Float>(tp: &mut Tape<T>, a: Var, b: Var) -> Var {
     let Some([a, b]) = tp.resolve(NAME, [a, b], location) else {
         return tp.poisoned_var();
     };
-    let (batch_a, batch_b) = (tp.shape(a).first().copied(), tp.shape(b).first().copied());
-    let Some((m, k, n)) = check_product(tp, NAME, a, b, 3, location) else {
-        return tp.poisoned_var();
+    let (sa, sb) = (tp.shape(a), tp.shape(b));
+    let kind = if sa.len() != 3 || sb.len() != 3 {
+        let got = if sa.len() != 3 { sa.len() } else { sb.len() };
+        Some(ErrorKind::Rank { expected: "3-D (batch of matrices)", got })
+    } else if sa[0] != sb[0] {
+        Some(ErrorKind::BatchDim { left: sa[0], right: sb[0] })
+    } else {
+        None
     };
-    let (batch_a, batch_b) = (batch_a.unwrap_or(0), batch_b.unwrap_or(0));
-    if batch_a != batch_b {
-        let kind = ErrorKind::BatchDim { left: batch_a, right: batch_b };
+    if let Some(kind) = kind {
         return tp.fail(NAME, kind, &[a, b], location);
     }
-    let mut out = tp.output(IxDyn(&[batch_a, m, n]));
+    // Same shapes as a batched g_matmul, whose kernels it shares.
+    let plan = match Plan::new(tp.shape(a), tp.shape(b)) {
+        Ok(plan) => plan,
+        Err(kind) => return tp.fail(NAME, kind, &[a, b], location),
+    };
+    let mut out = tp.output(plan.out_shape.clone());
     let (va, vb) = (&tp.nodes[a].value.data, &tp.nodes[b].value.data);
-    if m * k * n == 0 {
-        // Some matrix is empty: the products are empty or all zeros.
-        out.data.fill(T::zero());
-        return tp.push(Op::Bmm(a, b), out);
-    }
-    for ((a, b), out) in va.chunks_exact(m * k).zip(vb.chunks_exact(k * n)).zip(out.data.chunks_exact_mut(m * n)) {
-        gemm(matrix(a, m, k), matrix(b, k, n), out);
-    }
+    plan.for_each_product(tp.shape(a), tp.shape(b), |ia, ib, io| {
+        let (m, k, n) = (plan.m, plan.k, plan.n);
+        gemm(
+            matrix(&va[ia..ia + m * k], m, k),
+            matrix(&vb[ib..ib + k * n], k, n),
+            &mut out.data[io..io + m * n],
+            false,
+        );
+    });
     tp.push(Op::Bmm(a, b), out)
 }
 
-/// Checks that both operands have `rank` dims and matching inner dims;
-/// returns `(m, k, n)` of the last two axes.
-fn check_product<T: Float>(
-    tp: &mut Tape<T>,
-    name: &'static str,
-    a: NodeId,
-    b: NodeId,
-    rank: usize,
-    location: &'static Location<'static>,
-) -> Option<(usize, usize, usize)> {
-    let expected = if rank == 2 { "2-D (matrix)" } else { "3-D (batch of matrices)" };
-    for x in [a, b] {
-        let got = tp.shape(x).len();
-        if got != rank {
-            tp.fail(name, ErrorKind::Rank { expected, got }, &[a, b], location);
-            return None;
+/// How a product of two shapes decomposes into GEMMs.
+struct Plan {
+    m: usize,
+    k: usize,
+    n: usize,
+    out_shape: IxDyn,
+    /// The broadcast batch dims, or `None` when `b` is a single matrix and
+    /// the whole of `a` folds into one `[rows, k] @ [k, n]` product.
+    batch: Option<IxDyn>,
+}
+
+impl Plan {
+    fn new(sa: &[usize], sb: &[usize]) -> Result<Plan, ErrorKind> {
+        let expected = "2-D or higher (a matrix or a stack of matrices)";
+        if sa.len() < 2 || sb.len() < 2 {
+            return Err(ErrorKind::Rank { expected, got: sa.len().min(sb.len()) });
         }
+        let (m, k) = (sa[sa.len() - 2], sa[sa.len() - 1]);
+        let (k2, n) = (sb[sb.len() - 2], sb[sb.len() - 1]);
+        if k != k2 {
+            return Err(ErrorKind::InnerDim { left: k, right: k2 });
+        }
+        if sb.len() == 2 {
+            let mut out_shape = IxDyn(sa);
+            out_shape[sa.len() - 1] = n;
+            let rows = sa[..sa.len() - 1].iter().product();
+            return Ok(Plan { m: rows, k, n, out_shape, batch: None });
+        }
+        let (batch_a, batch_b) = (&sa[..sa.len() - 2], &sb[..sb.len() - 2]);
+        let batch = broadcast_shapes(batch_a, batch_b).ok_or_else(|| first_batch_mismatch(batch_a, batch_b))?;
+        let mut out_dims = batch.slice().to_vec();
+        out_dims.extend([m, n]);
+        Ok(Plan { m, k, n, out_shape: IxDyn(&out_dims), batch: Some(batch) })
     }
-    let (sa, sb) = (tp.shape(a), tp.shape(b));
-    let (m, k) = (sa[rank - 2], sa[rank - 1]);
-    let (k2, n) = (sb[rank - 2], sb[rank - 1]);
-    if k != k2 {
-        tp.fail(name, ErrorKind::InnerDim { left: k, right: k2 }, &[a, b], location);
-        return None;
+
+    /// Calls `f(offset in a, offset in b, offset in out)` for each matrix
+    /// product, in the output's row-major order.
+    fn for_each_product(&self, sa: &[usize], sb: &[usize], mut f: impl FnMut(usize, usize, usize)) {
+        let (m, k, n) = (self.m, self.k, self.n);
+        let Some(batch) = &self.batch else {
+            f(0, 0, 0);
+            return;
+        };
+        let strides_a = broadcast_strides(&sa[..sa.len() - 2], batch.slice());
+        let strides_b = broadcast_strides(&sb[..sb.len() - 2], batch.slice());
+        for_each_offset(batch.slice(), [strides_a.slice(), strides_b.slice()], |i, [ia, ib]| {
+            f(ia * m * k, ib * k * n, i * m * n);
+        });
     }
-    Some((m, k, n))
+}
+
+/// The first pair of batch dims, from the right, that do not broadcast.
+fn first_batch_mismatch(a: &[usize], b: &[usize]) -> ErrorKind {
+    let pairs = a.iter().rev().zip(b.iter().rev());
+    let (&left, &right) = pairs.into_iter().find(|&(&x, &y)| x != y && x != 1 && y != 1).unwrap_or((&0, &0));
+    ErrorKind::BatchDim { left, right }
 }
 
 pub(crate) fn matmul_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, a: NodeId, b: NodeId) {
     let (va, vb) = (sink.value(a), sink.value(b));
-    let (m, k, n) = (va.shape()[0], va.shape()[1], vb.shape()[1]);
+    let plan = Plan::new(va.shape(), vb.shape()).expect("invariant: shapes were checked in the forward pass");
+    let (m, k, n) = (plan.m, plan.k, plan.n);
+    // Broadcast batches add several products into one block: accumulate.
+    let accumulate = plan.batch.is_some();
     if sink.wants(a) {
-        let mut ga = sink.pool.take(m * k);
-        gemm(matrix(&g.data, m, n), matrix(&vb.data, k, n).t(), &mut ga);
+        let mut ga = if accumulate { sink.pool.take_zeroed(va.len()) } else { sink.pool.take(va.len()) };
+        plan.for_each_product(va.shape(), vb.shape(), |ia, ib, io| {
+            let (b, g) = (matrix(&vb.data[ib..ib + k * n], k, n), matrix(&g.data[io..io + m * n], m, n));
+            gemm(g, b.t(), &mut ga[ia..ia + m * k], accumulate);
+        });
         sink.add(a, ga);
     }
     if sink.wants(b) {
-        let mut gb = sink.pool.take(k * n);
-        gemm(matrix(&va.data, m, k).t(), matrix(&g.data, m, n), &mut gb);
-        sink.add(b, gb);
-    }
-}
-
-pub(crate) fn bmm_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, a: NodeId, b: NodeId) {
-    let (va, vb) = (sink.value(a), sink.value(b));
-    let (m, k, n) = (va.shape()[1], va.shape()[2], vb.shape()[2]);
-    if m * k * n == 0 {
-        for x in [a, b] {
-            if sink.wants(x) {
-                let zeros = sink.pool.take_zeroed(sink.value(x).len());
-                sink.add(x, zeros);
-            }
-        }
-        return;
-    }
-    let batches = || va.data.chunks_exact(m * k).zip(vb.data.chunks_exact(k * n)).zip(g.data.chunks_exact(m * n));
-    if sink.wants(a) {
-        let mut ga = sink.pool.take(va.len());
-        for (((_, b), g), ga) in batches().zip(ga.chunks_exact_mut(m * k)) {
-            gemm(matrix(g, m, n), matrix(b, k, n).t(), ga);
-        }
-        sink.add(a, ga);
-    }
-    if sink.wants(b) {
-        let mut gb = sink.pool.take(vb.len());
-        for (((a, _), g), gb) in batches().zip(gb.chunks_exact_mut(k * n)) {
-            gemm(matrix(a, m, k).t(), matrix(g, m, n), gb);
-        }
+        let mut gb = if accumulate { sink.pool.take_zeroed(vb.len()) } else { sink.pool.take(vb.len()) };
+        plan.for_each_product(va.shape(), vb.shape(), |ia, ib, io| {
+            let (a, g) = (matrix(&va.data[ia..ia + m * k], m, k), matrix(&g.data[io..io + m * n], m, n));
+            gemm(a.t(), g, &mut gb[ib..ib + k * n], accumulate);
+        });
         sink.add(b, gb);
     }
 }
@@ -143,14 +182,18 @@ fn matrix<T>(data: &[T], rows: usize, cols: usize) -> ArrayView2<'_, T> {
     ArrayView2::from_shape((rows, cols), data).expect("invariant: shapes were checked against the buffer")
 }
 
-/// `out = a @ b`, overwriting `out` (a row-major buffer of the product's shape).
-fn gemm<T: Float>(a: ArrayView2<'_, T>, b: ArrayView2<'_, T>, out: &mut [T]) {
+/// `out = a @ b`, or `out += a @ b` when `accumulate`, on a row-major
+/// buffer of the product's shape.
+fn gemm<T: Float>(a: ArrayView2<'_, T>, b: ArrayView2<'_, T>, out: &mut [T], accumulate: bool) {
     let shape = (a.nrows(), b.ncols());
     let mut out = ArrayViewMut2::from_shape(shape, out).expect("invariant: output sized to the product");
     if a.ncols() == 0 {
         // An empty inner dimension: the product is all zeros.
-        out.fill(T::zero());
+        if !accumulate {
+            out.fill(T::zero());
+        }
         return;
     }
-    general_mat_mul(T::one(), &a, &b, T::zero(), &mut out);
+    let beta = if accumulate { T::one() } else { T::zero() };
+    general_mat_mul(T::one(), &a, &b, beta, &mut out);
 }

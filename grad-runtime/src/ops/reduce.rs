@@ -1,11 +1,13 @@
-//! Reductions to a scalar: `sum` and `mean` over every element.
+//! Reductions: `sum` and `mean` over every element or over one axis,
+//! `max` over one axis, and the non-differentiable `argmax`.
 
 use std::panic::Location;
 
-use ndarray::IxDyn;
+use ndarray::{ArrayD, IxDyn};
 
 use crate::backward::GradSink;
-use crate::ops::Op;
+use crate::error::{ErrorKind, GradError};
+use crate::ops::{AxisLanes, Op, normalize_axis, reduced_shape};
 use crate::tape::NodeId;
 use crate::tensor::Tensor;
 use crate::{Float, Tape, Var};
@@ -59,6 +61,203 @@ fn fill_backward<T: Float>(sink: &mut GradSink<'_, T>, x: NodeId, each: T) {
         contribution.fill(each);
         sink.add(x, contribution);
     }
+}
+
+/// The sum over one axis (negative counts from the end); `keepdim` keeps
+/// the reduced axis as a dim of 1.
+///
+/// Gradient: `g` broadcast back along the reduced axis.
+#[track_caller]
+pub fn g_sum_axis<T: Float>(tp: &mut Tape<T>, x: Var, axis: isize, keepdim: bool) -> Var {
+    reduce_axis(tp, Reduction::Sum, x, axis, keepdim)
+}
+
+/// The mean over one axis (negative counts from the end); `keepdim` keeps
+/// the reduced axis as a dim of 1. NaN over an axis of length 0.
+///
+/// Gradient: `g / n` broadcast back along the reduced axis of length `n`.
+#[track_caller]
+pub fn g_mean_axis<T: Float>(tp: &mut Tape<T>, x: Var, axis: isize, keepdim: bool) -> Var {
+    reduce_axis(tp, Reduction::Mean, x, axis, keepdim)
+}
+
+/// The maximum over one axis (negative counts from the end); `keepdim`
+/// keeps the reduced axis as a dim of 1. A NaN in a lane makes its maximum
+/// NaN, as in PyTorch. An axis of length 0 is an error.
+///
+/// Gradient: `g` to the lane's arg-max, 0 elsewhere. Among tied maxima the
+/// FIRST one gets the whole gradient (PyTorch's `max(dim)` picks an
+/// unspecified one; `amax` would split it evenly).
+#[track_caller]
+pub fn g_max_axis<T: Float>(tp: &mut Tape<T>, x: Var, axis: isize, keepdim: bool) -> Var {
+    reduce_axis(tp, Reduction::Max, x, axis, keepdim)
+}
+
+/// The index of the maximum along `axis` for every lane (the first one
+/// among ties, the first NaN if any): the predicted class of each row of
+/// logits with `axis = -1`. Not differentiable; reads the tape only.
+///
+/// ```
+/// use grad_runtime::{argmax, Tape};
+/// use ndarray::array;
+///
+/// let mut tape = Tape::<f32>::new();
+/// let logits = tape.constant(array![[0.1, 2.0, -1.0], [3.0, 0.0, 3.0]]);
+/// assert_eq!(argmax(&tape, logits, -1)?, array![1, 0].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
+#[track_caller]
+pub fn argmax<T: Float>(tp: &Tape<T>, x: Var, axis: isize) -> Result<ArrayD<usize>, GradError> {
+    const NAME: &str = "argmax";
+    let location = Location::caller();
+    let id = tp.check_or_error(NAME, x, location)?;
+    let value = tp.value_of(id);
+    let shape = value.shape();
+    let error = |kind| GradError::new(NAME, kind, vec![shape.to_vec()], location);
+    let axis_index =
+        normalize_axis(axis, shape.len()).ok_or_else(|| error(ErrorKind::Axis { axis, ndim: shape.len() }))?;
+    if shape[axis_index] == 0 {
+        return Err(error(ErrorKind::EmptyReduction { axis: axis_index }));
+    }
+    let lanes = AxisLanes::new(shape, axis_index);
+    let mut indices = vec![0; lanes.outer * lanes.inner];
+    lanes.for_each(|lane, start| indices[lane] = argmax_lane(&value.data, lanes, start));
+    let reduced = reduced_shape(shape, axis_index, false);
+    Ok(ArrayD::from_shape_vec(reduced, indices).expect("invariant: one index per lane"))
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Reduction {
+    Sum,
+    Mean,
+    Max,
+}
+
+impl Reduction {
+    fn name(self) -> &'static str {
+        match self {
+            Reduction::Sum => "g_sum_axis",
+            Reduction::Mean => "g_mean_axis",
+            Reduction::Max => "g_max_axis",
+        }
+    }
+
+    fn op<T>(self, x: NodeId, axis: usize) -> Op<T> {
+        match self {
+            Reduction::Sum => Op::SumAxis { x, axis },
+            Reduction::Mean => Op::MeanAxis { x, axis },
+            Reduction::Max => Op::MaxAxis { x, axis },
+        }
+    }
+
+    fn forward<T: Float>(self, x: &[T], lanes: AxisLanes, out: &mut [T]) {
+        match self {
+            Reduction::Sum => sum_lanes(x, lanes, out, T::one()),
+            Reduction::Mean => sum_lanes(x, lanes, out, T::one() / T::from_usize(lanes.len)),
+            Reduction::Max => {
+                lanes.for_each(|lane, start| out[lane] = x[start + argmax_lane(x, lanes, start) * lanes.inner])
+            }
+        }
+    }
+}
+
+/// Shared by the axis reductions: checks the axis, sizes the output, runs the kernel.
+#[track_caller]
+fn reduce_axis<T: Float>(tp: &mut Tape<T>, reduction: Reduction, x: Var, axis: isize, keepdim: bool) -> Var {
+    let (name, location) = (reduction.name(), Location::caller());
+    let Some([x]) = tp.resolve(name, [x], location) else {
+        return tp.poisoned_var();
+    };
+    let ndim = tp.shape(x).len();
+    let Some(axis_index) = normalize_axis(axis, ndim) else {
+        return tp.fail(name, ErrorKind::Axis { axis, ndim }, &[x], location);
+    };
+    if reduction == Reduction::Max && tp.shape(x)[axis_index] == 0 {
+        return tp.fail(name, ErrorKind::EmptyReduction { axis: axis_index }, &[x], location);
+    }
+    let lanes = AxisLanes::new(tp.shape(x), axis_index);
+    let mut out = tp.output(reduced_shape(tp.shape(x), axis_index, keepdim));
+    reduction.forward(&tp.nodes[x].value.data, lanes, &mut out.data);
+    tp.push(reduction.op(x, axis_index), out)
+}
+
+/// `out[lane] = scale * sum of the lane`; contiguous lanes are summed pairwise.
+fn sum_lanes<T: Float>(x: &[T], lanes: AxisLanes, out: &mut [T], scale: T) {
+    if lanes.inner == 1 {
+        for (o, row) in out.iter_mut().zip(x.chunks_exact(lanes.len.max(1))) {
+            *o = sum_slice(row) * scale;
+        }
+        if lanes.len == 0 {
+            out.fill(T::zero() * scale);
+        }
+        return;
+    }
+    // Strided lanes: accumulate whole rows of `inner` elements (vectorizes).
+    out.fill(T::zero());
+    for o in 0..lanes.outer {
+        let out_row = &mut out[o * lanes.inner..(o + 1) * lanes.inner];
+        for j in 0..lanes.len {
+            let start = (o * lanes.len + j) * lanes.inner;
+            for (acc, &v) in out_row.iter_mut().zip(&x[start..start + lanes.inner]) {
+                *acc += v;
+            }
+        }
+        out_row.iter_mut().for_each(|v| *v *= scale);
+    }
+}
+
+/// The position along the lane of its maximum: the first among ties, the
+/// first NaN if there is one.
+fn argmax_lane<T: Float>(x: &[T], lanes: AxisLanes, start: usize) -> usize {
+    let mut best = 0;
+    for j in 0..lanes.len {
+        let v = x[start + j * lanes.inner];
+        if v.is_nan() {
+            return j;
+        }
+        if v > x[start + best * lanes.inner] {
+            best = j;
+        }
+    }
+    best
+}
+
+pub(crate) fn sum_axis_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, x: NodeId, axis: usize) {
+    spread_backward(sink, g, x, axis, T::one());
+}
+
+pub(crate) fn mean_axis_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, x: NodeId, axis: usize) {
+    let n = sink.value(x).shape()[axis];
+    spread_backward(sink, g, x, axis, T::one() / T::from_usize(n));
+}
+
+/// Adds `scale * g[lane]` to every element of each lane.
+fn spread_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, x: NodeId, axis: usize, scale: T) {
+    if !sink.wants(x) {
+        return;
+    }
+    let lanes = AxisLanes::new(sink.value(x).shape(), axis);
+    let mut contribution = sink.pool.take(sink.value(x).len());
+    lanes.for_each(|lane, start| {
+        let v = g.data[lane] * scale;
+        for j in 0..lanes.len {
+            contribution[start + j * lanes.inner] = v;
+        }
+    });
+    sink.add(x, contribution);
+}
+
+pub(crate) fn max_axis_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, x: NodeId, axis: usize) {
+    if !sink.wants(x) {
+        return;
+    }
+    let input = sink.value(x);
+    let lanes = AxisLanes::new(input.shape(), axis);
+    let mut contribution = sink.pool.take_zeroed(input.len());
+    lanes.for_each(|lane, start| {
+        contribution[start + argmax_lane(&input.data, lanes, start) * lanes.inner] = g.data[lane];
+    });
+    sink.add(x, contribution);
 }
 
 /// Sums a slice pairwise (halves summed recursively) down to blocks of

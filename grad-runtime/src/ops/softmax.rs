@@ -1,44 +1,85 @@
-//! `softmax` along one axis.
+//! `softmax` and `log_softmax` along one axis, both stable for any finite
+//! logits (the lane's maximum is subtracted before `exp`).
 
 use std::panic::Location;
 
-use ndarray::Axis;
-
 use crate::backward::GradSink;
 use crate::error::ErrorKind;
-use crate::ops::{Op, normalize_axis};
+use crate::ops::{AxisLanes, Op, normalize_axis};
 use crate::tape::NodeId;
 use crate::tensor::Tensor;
 use crate::{Float, Tape, Var};
 
 /// `exp(x - max) / sum(exp(x - max))` along `axis` (negative counts from
-/// the end, `-1` = last). Subtracting the max keeps it finite for any
-/// finite logits.
+/// the end, `-1` = last).
 ///
 /// Gradient: `y * (g - sum(g * y))`, the sum taken along `axis`.
 #[track_caller]
 pub fn g_softmax<T: Float>(tp: &mut Tape<T>, x: Var, axis: isize) -> Var {
-    const NAME: &str = "g_softmax";
+    let op = |x, axis| Op::Softmax { x, axis };
+    along_axis(tp, "g_softmax", x, axis, op, |x, y, lanes| {
+        lanes.for_each(|_, start| {
+            let at = |j: usize| start + j * lanes.inner;
+            let max = lane_max(x, lanes, start);
+            let mut total = T::zero();
+            for j in 0..lanes.len {
+                y[at(j)] = (x[at(j)] - max).exp();
+                total += y[at(j)];
+            }
+            for j in 0..lanes.len {
+                y[at(j)] /= total;
+            }
+        })
+    })
+}
+
+/// `x - max - log(sum(exp(x - max)))` along `axis`: the log of softmax,
+/// computed without forming softmax, so it stays finite for logits of any
+/// finite size.
+///
+/// Gradient: `g - softmax(x) * sum(g)`, the sum taken along `axis`.
+#[track_caller]
+pub fn g_log_softmax<T: Float>(tp: &mut Tape<T>, x: Var, axis: isize) -> Var {
+    let op = |x, axis| Op::LogSoftmax { x, axis };
+    along_axis(tp, "g_log_softmax", x, axis, op, |x, y, lanes| {
+        lanes.for_each(|_, start| {
+            let at = |j: usize| start + j * lanes.inner;
+            let max = lane_max(x, lanes, start);
+            let total = (0..lanes.len).fold(T::zero(), |s, j| s + (x[at(j)] - max).exp());
+            let log_total = total.ln();
+            for j in 0..lanes.len {
+                y[at(j)] = x[at(j)] - max - log_total;
+            }
+        })
+    })
+}
+
+/// The largest element of a lane (`-inf` for an empty lane).
+pub(crate) fn lane_max<T: Float>(x: &[T], lanes: AxisLanes, start: usize) -> T {
+    (0..lanes.len).fold(T::neg_infinity(), |m, j| m.max(x[start + j * lanes.inner]))
+}
+
+#[track_caller]
+fn along_axis<T: Float>(
+    tp: &mut Tape<T>,
+    name: &'static str,
+    x: Var,
+    axis: isize,
+    op: fn(NodeId, usize) -> Op<T>,
+    kernel: impl Fn(&[T], &mut [T], AxisLanes),
+) -> Var {
     let location = Location::caller();
-    let Some([x]) = tp.resolve(NAME, [x], location) else {
+    let Some([x]) = tp.resolve(name, [x], location) else {
         return tp.poisoned_var();
     };
     let ndim = tp.shape(x).len();
     let Some(axis) = normalize_axis(axis, ndim) else {
-        return tp.fail(NAME, ErrorKind::Axis { axis, ndim }, &[x], location);
+        return tp.fail(name, ErrorKind::Axis { axis, ndim }, &[x], location);
     };
+    let lanes = AxisLanes::new(tp.shape(x), axis);
     let mut out = tp.output(tp.value_of(x).shape.clone());
-    let input = tp.nodes[x].value.view();
-    for (x_lane, mut y_lane) in input.lanes(Axis(axis)).into_iter().zip(out.view_mut().lanes_mut(Axis(axis))) {
-        let max = x_lane.fold(T::neg_infinity(), |m, &v| m.max(v));
-        let mut total = T::zero();
-        for (y, &x) in y_lane.iter_mut().zip(x_lane) {
-            *y = (x - max).exp();
-            total += *y;
-        }
-        y_lane.mapv_inplace(|y| y / total);
-    }
-    tp.push(Op::Softmax { x, axis }, out)
+    kernel(&tp.nodes[x].value.data, &mut out.data, lanes);
+    tp.push(op(x, axis), out)
 }
 
 pub(crate) fn softmax_backward<T: Float>(
@@ -51,14 +92,38 @@ pub(crate) fn softmax_backward<T: Float>(
     if !sink.wants(x) {
         return;
     }
-    let mut contribution = Tensor::new(g.shape.clone(), sink.pool.take(g.len()));
-    let (g, y) = (g.view(), out.view());
-    let lanes = g.lanes(Axis(axis)).into_iter().zip(y.lanes(Axis(axis)));
-    for ((g_lane, y_lane), mut c_lane) in lanes.zip(contribution.view_mut().lanes_mut(Axis(axis))) {
-        let dot = g_lane.iter().zip(y_lane).fold(T::zero(), |s, (&g, &y)| s + g * y);
-        for ((c, &g), &y) in c_lane.iter_mut().zip(g_lane).zip(y_lane) {
-            *c = y * (g - dot);
+    let (g, y) = (&g.data, &out.data);
+    let lanes = AxisLanes::new(out.shape(), axis);
+    let mut contribution = sink.pool.take(g.len());
+    lanes.for_each(|_, start| {
+        let at = |j: usize| start + j * lanes.inner;
+        let dot = (0..lanes.len).fold(T::zero(), |s, j| s + g[at(j)] * y[at(j)]);
+        for j in 0..lanes.len {
+            contribution[at(j)] = y[at(j)] * (g[at(j)] - dot);
         }
+    });
+    sink.add(x, contribution);
+}
+
+pub(crate) fn log_softmax_backward<T: Float>(
+    sink: &mut GradSink<'_, T>,
+    g: &Tensor<T>,
+    out: &Tensor<T>,
+    x: NodeId,
+    axis: usize,
+) {
+    if !sink.wants(x) {
+        return;
     }
-    sink.add(x, contribution.data);
+    let (g, y) = (&g.data, &out.data);
+    let lanes = AxisLanes::new(out.shape(), axis);
+    let mut contribution = sink.pool.take(g.len());
+    lanes.for_each(|_, start| {
+        let at = |j: usize| start + j * lanes.inner;
+        let total = (0..lanes.len).fold(T::zero(), |s, j| s + g[at(j)]);
+        for j in 0..lanes.len {
+            contribution[at(j)] = g[at(j)] - y[at(j)].exp() * total;
+        }
+    });
+    sink.add(x, contribution);
 }

@@ -6,6 +6,7 @@
 use std::panic::Location;
 
 use crate::backward::GradSink;
+use crate::error::ErrorKind;
 use crate::ops::Op;
 use crate::tape::NodeId;
 use crate::tensor::Tensor;
@@ -115,6 +116,101 @@ impl<T: Float> Elementwise<T> for Sqrt {
     }
 }
 
+struct Pow<T>(T);
+impl<T: Float> Elementwise<T> for Pow<T> {
+    fn f(&self, x: T) -> T {
+        x.powf(self.0)
+    }
+    fn df(&self, x: T, _: T) -> T {
+        self.0 * x.powf(self.0 - T::one())
+    }
+}
+
+struct Abs;
+impl<T: Float> Elementwise<T> for Abs {
+    fn f(&self, x: T) -> T {
+        x.abs()
+    }
+    /// `sign(x)`, 0 at 0 (as PyTorch).
+    fn df(&self, x: T, _: T) -> T {
+        if x > T::zero() {
+            T::one()
+        } else if x < T::zero() {
+            -T::one()
+        } else {
+            T::zero()
+        }
+    }
+}
+
+struct LeakyRelu<T>(T);
+impl<T: Float> Elementwise<T> for LeakyRelu<T> {
+    fn f(&self, x: T) -> T {
+        if x > T::zero() { x } else { x * self.0 }
+    }
+    /// The slope at and below 0 (as PyTorch).
+    fn df(&self, x: T, _: T) -> T {
+        if x > T::zero() { T::one() } else { self.0 }
+    }
+}
+
+/// GELU's tanh approximation (PyTorch's `gelu(x, approximate="tanh")`):
+/// `0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))`.
+struct Gelu;
+impl Gelu {
+    const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
+    const CUBIC: f64 = 0.044_715;
+}
+impl<T: Float> Elementwise<T> for Gelu {
+    fn f(&self, x: T) -> T {
+        let (k, c) = (T::from_f64(Self::SQRT_2_OVER_PI), T::from_f64(Self::CUBIC));
+        let half = T::from_f64(0.5);
+        half * x * (T::one() + (k * (x + c * x * x * x)).tanh())
+    }
+    fn df(&self, x: T, _: T) -> T {
+        let (k, c) = (T::from_f64(Self::SQRT_2_OVER_PI), T::from_f64(Self::CUBIC));
+        let half = T::from_f64(0.5);
+        let t = (k * (x + c * x * x * x)).tanh();
+        let inner = k * (T::one() + T::from_f64(3.0) * c * x * x);
+        half * (T::one() + t) + half * x * (T::one() - t * t) * inner
+    }
+}
+
+/// `x · sigmoid(x)` (also called swish).
+struct Silu;
+impl<T: Float> Elementwise<T> for Silu {
+    fn f(&self, x: T) -> T {
+        x * Sigmoid.f(x)
+    }
+    fn df(&self, x: T, _: T) -> T {
+        let s = Sigmoid.f(x);
+        s * (T::one() + x * (T::one() - s))
+    }
+}
+
+/// `log(1 + exp(x))`, as `max(x, 0) + log1p(exp(-|x|))`: exact for large
+/// |x| without PyTorch's switch to `x` above a threshold of 20.
+struct Softplus;
+impl<T: Float> Elementwise<T> for Softplus {
+    fn f(&self, x: T) -> T {
+        x.max(T::zero()) + (-x.abs()).exp().ln_1p()
+    }
+    fn df(&self, x: T, _: T) -> T {
+        Sigmoid.f(x)
+    }
+}
+
+struct Clamp<T>(T, T);
+impl<T: Float> Elementwise<T> for Clamp<T> {
+    fn f(&self, x: T) -> T {
+        x.max(self.0).min(self.1)
+    }
+    /// 1 inside `[lo, hi]`, bounds included (as PyTorch), 0 outside.
+    fn df(&self, x: T, _: T) -> T {
+        if x >= self.0 && x <= self.1 { T::one() } else { T::zero() }
+    }
+}
+
 /// Which elementwise function a node applied (with its scalar, if any).
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Unary<T> {
@@ -127,49 +223,37 @@ pub(crate) enum Unary<T> {
     Exp,
     Log,
     Sqrt,
+    Pow(T),
+    Abs,
+    LeakyRelu(T),
+    Gelu,
+    Silu,
+    Softplus,
+    Clamp(T, T),
 }
 
 /// Runs `$body` with `$f` bound to the function type of `$unary`, so each
 /// loop is compiled once per function instead of matching per element.
+#[rustfmt::skip]
 macro_rules! with_function {
     ($unary:expr, $f:ident => $body:expr) => {
         match $unary {
-            Unary::Neg => {
-                let $f = Neg;
-                $body
-            }
-            Unary::AddScalar(s) => {
-                let $f = AddScalar(s);
-                $body
-            }
-            Unary::MulScalar(s) => {
-                let $f = MulScalar(s);
-                $body
-            }
-            Unary::Relu => {
-                let $f = Relu;
-                $body
-            }
-            Unary::Sigmoid => {
-                let $f = Sigmoid;
-                $body
-            }
-            Unary::Tanh => {
-                let $f = Tanh;
-                $body
-            }
-            Unary::Exp => {
-                let $f = Exp;
-                $body
-            }
-            Unary::Log => {
-                let $f = Log;
-                $body
-            }
-            Unary::Sqrt => {
-                let $f = Sqrt;
-                $body
-            }
+            Unary::Neg => { let $f = Neg; $body }
+            Unary::AddScalar(s) => { let $f = AddScalar(s); $body }
+            Unary::MulScalar(s) => { let $f = MulScalar(s); $body }
+            Unary::Relu => { let $f = Relu; $body }
+            Unary::Sigmoid => { let $f = Sigmoid; $body }
+            Unary::Tanh => { let $f = Tanh; $body }
+            Unary::Exp => { let $f = Exp; $body }
+            Unary::Log => { let $f = Log; $body }
+            Unary::Sqrt => { let $f = Sqrt; $body }
+            Unary::Pow(p) => { let $f = Pow(p); $body }
+            Unary::Abs => { let $f = Abs; $body }
+            Unary::LeakyRelu(slope) => { let $f = LeakyRelu(slope); $body }
+            Unary::Gelu => { let $f = Gelu; $body }
+            Unary::Silu => { let $f = Silu; $body }
+            Unary::Softplus => { let $f = Softplus; $body }
+            Unary::Clamp(lo, hi) => { let $f = Clamp(lo, hi); $body }
         }
     };
 }
@@ -238,6 +322,62 @@ pub fn g_log<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
 #[track_caller]
 pub fn g_sqrt<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
     unary(tp, "g_sqrt", x, Unary::Sqrt)
+}
+
+/// `x^p` for a scalar exponent `p` (IEEE `powf`: NaN for a negative `x`
+/// and non-integer `p`). Gradient: `g · p · x^(p-1)`.
+#[track_caller]
+pub fn g_pow<T: Float>(tp: &mut Tape<T>, x: Var, p: T) -> Var {
+    unary(tp, "g_pow", x, Unary::Pow(p))
+}
+
+/// `|x|`. Gradient: `g · sign(x)`, 0 at 0 (as PyTorch).
+#[track_caller]
+pub fn g_abs<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
+    unary(tp, "g_abs", x, Unary::Abs)
+}
+
+/// `x` above 0, `slope · x` at and below. Gradient: `g`, or `g · slope` at and below 0.
+#[track_caller]
+pub fn g_leaky_relu<T: Float>(tp: &mut Tape<T>, x: Var, slope: T) -> Var {
+    unary(tp, "g_leaky_relu", x, Unary::LeakyRelu(slope))
+}
+
+/// GELU, tanh approximation: `0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))`
+/// (PyTorch's `gelu(x, approximate="tanh")`, not the exact erf form).
+/// Gradient: `g · (0.5 (1 + t) + 0.5 x (1 - t²) √(2/π) (1 + 3 · 0.044715 x²))`, `t` the tanh.
+#[track_caller]
+pub fn g_gelu<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
+    unary(tp, "g_gelu", x, Unary::Gelu)
+}
+
+/// SiLU (swish): `x · sigmoid(x)`. Gradient: `g · s (1 + x (1 - s))`, `s = sigmoid(x)`.
+#[track_caller]
+pub fn g_silu<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
+    unary(tp, "g_silu", x, Unary::Silu)
+}
+
+/// `log(1 + exp(x))`, computed as `max(x, 0) + log1p(exp(-|x|))`: never
+/// overflows, exact for large `|x|`. Gradient: `g · sigmoid(x)`.
+#[track_caller]
+pub fn g_softplus<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
+    unary(tp, "g_softplus", x, Unary::Softplus)
+}
+
+/// `min(max(x, lo), hi)`; `lo <= hi` is required (else an error).
+/// Gradient: `g` where `lo <= x <= hi` (bounds included, as PyTorch), 0 elsewhere.
+#[track_caller]
+pub fn g_clamp<T: Float>(tp: &mut Tape<T>, x: Var, lo: T, hi: T) -> Var {
+    if lo.is_nan() || hi.is_nan() || lo > hi {
+        let location = Location::caller();
+        let Some([x]) = tp.resolve("g_clamp", [x], location) else {
+            return tp.poisoned_var();
+        };
+        let kind =
+            ErrorKind::InvalidArgument { name: "lo", value: lo.to_f64(), expected: "lo <= hi (and neither NaN)" };
+        return tp.fail("g_clamp", kind, &[x], location);
+    }
+    unary(tp, "g_clamp", x, Unary::Clamp(lo, hi))
 }
 
 #[track_caller]

@@ -1,0 +1,72 @@
+//! `embedding`: rows of a table gathered by integer ids.
+
+use std::panic::Location;
+
+use ndarray::IxDyn;
+
+use crate::backward::GradSink;
+use crate::error::ErrorKind;
+use crate::ops::Op;
+use crate::tape::NodeId;
+use crate::tensor::Tensor;
+use crate::{Float, Tape, Var};
+
+/// Rows of `table: [V, D]` gathered by `ids` (each in `0..V`), giving
+/// `[ids.len(), D]`; reshape the result for batched ids (`[B * T, D]` →
+/// `[B, T, D]`). An id out of range is an error naming its position and value.
+///
+/// Gradient: each row of `g` added into the table row it came from (a
+/// repeated id accumulates every use).
+///
+/// ```
+/// use grad_runtime::{g_embedding, g_sum, Tape};
+/// use ndarray::array;
+///
+/// let mut tape = Tape::<f32>::new();
+/// let table = tape.param(array![[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]]);
+/// let rows = g_embedding(&mut tape, table, &[2, 0, 2]);
+/// assert_eq!(tape.value(rows), array![[4.0, 5.0], [0.0, 1.0], [4.0, 5.0]].into_dyn());
+/// let loss = g_sum(&mut tape, rows);
+/// tape.backward(loss)?;
+/// assert_eq!(tape.grad(table), array![[1.0, 1.0], [0.0, 0.0], [2.0, 2.0]].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
+#[track_caller]
+pub fn g_embedding<T: Float>(tp: &mut Tape<T>, table: Var, ids: &[usize]) -> Var {
+    const NAME: &str = "g_embedding";
+    let location = Location::caller();
+    let Some([table]) = tp.resolve(NAME, [table], location) else {
+        return tp.poisoned_var();
+    };
+    let shape = tp.shape(table);
+    if shape.len() != 2 {
+        let kind = ErrorKind::Rank { expected: "2-D ([vocabulary, dim])", got: shape.len() };
+        return tp.fail(NAME, kind, &[table], location);
+    }
+    let (vocabulary, dim) = (shape[0], shape[1]);
+    if let Some((position, &index)) = ids.iter().enumerate().find(|&(_, &id)| id >= vocabulary) {
+        let kind = ErrorKind::IndexOutOfRange { what: "id", position, index, len: vocabulary };
+        return tp.fail(NAME, kind, &[table], location);
+    }
+    let mut out = tp.output(IxDyn(&[ids.len(), dim]));
+    let rows = &tp.nodes[table].value.data;
+    for (out_row, &id) in out.data.chunks_exact_mut(dim.max(1)).zip(ids) {
+        out_row.copy_from_slice(&rows[id * dim..(id + 1) * dim]);
+    }
+    let ids = tp.copy_indices(ids);
+    tp.push(Op::Embedding { table, ids }, out)
+}
+
+pub(crate) fn embedding_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, table: NodeId, ids: &[usize]) {
+    if !sink.wants(table) {
+        return;
+    }
+    let dim = sink.value(table).shape()[1];
+    let mut contribution = sink.pool.take_zeroed(sink.value(table).len());
+    for (g_row, &id) in g.data.chunks_exact(dim.max(1)).zip(ids) {
+        for (c, &v) in contribution[id * dim..(id + 1) * dim].iter_mut().zip(g_row) {
+            *c += v;
+        }
+    }
+    sink.add(table, contribution);
+}

@@ -1,0 +1,103 @@
+//! `layer_norm` over the last axis, fused: one node, whose backward
+//! recomputes the row statistics from the input instead of storing them.
+
+use std::panic::Location;
+
+use crate::backward::GradSink;
+use crate::error::ErrorKind;
+use crate::ops::Op;
+use crate::tape::NodeId;
+use crate::tensor::Tensor;
+use crate::{Float, Tape, Var};
+
+/// Layer normalization over the last axis of `x: [..., D]`, with a learned
+/// scale `gamma: [D]` and shift `beta: [D]`:
+/// `y = (x - mean) / sqrt(var + eps) * gamma + beta`, where `mean` and the
+/// biased `var` are taken over each row of `D` elements (as PyTorch's
+/// `layer_norm(x, [D], gamma, beta, eps)`). `eps` must be finite and >= 0.
+///
+/// Gradient, with `x̂ = (x - mean) / sqrt(var + eps)` and `ĝ = g · gamma`:
+/// `x` gets `(ĝ - mean(ĝ) - x̂ · mean(ĝ · x̂)) / sqrt(var + eps)` per row,
+/// `gamma` gets `Σ g · x̂` and `beta` gets `Σ g`, summed over rows.
+#[track_caller]
+pub fn g_layer_norm<T: Float>(tp: &mut Tape<T>, x: Var, gamma: Var, beta: Var, eps: T) -> Var {
+    const NAME: &str = "g_layer_norm";
+    let location = Location::caller();
+    let Some([x, gamma, beta]) = tp.resolve(NAME, [x, gamma, beta], location) else {
+        return tp.poisoned_var();
+    };
+    let dim = tp.shape(x).last().copied();
+    let fits = |id: NodeId| dim.is_some_and(|d| tp.shape(id) == [d]);
+    if !fits(gamma) || !fits(beta) {
+        return tp.fail(NAME, ErrorKind::ShapeMismatch, &[x, gamma, beta], location);
+    }
+    if !eps.is_finite() || eps < T::zero() {
+        let kind = ErrorKind::InvalidArgument { name: "eps", value: eps.to_f64(), expected: "a finite value >= 0" };
+        return tp.fail(NAME, kind, &[x, gamma, beta], location);
+    }
+    let dim = dim.unwrap_or(0).max(1);
+    let mut out = tp.output(tp.value_of(x).shape.clone());
+    let (input, scale, shift) = (&tp.nodes[x].value.data, &tp.nodes[gamma].value.data, &tp.nodes[beta].value.data);
+    for (row, y) in input.chunks_exact(dim).zip(out.data.chunks_exact_mut(dim)) {
+        let (mean, rstd) = row_stats(row, eps);
+        for (((y, &x), &gamma), &beta) in y.iter_mut().zip(row).zip(scale).zip(shift) {
+            *y = (x - mean) * rstd * gamma + beta;
+        }
+    }
+    tp.push(Op::LayerNorm { x, gamma, beta, eps }, out)
+}
+
+/// The row's mean and `1 / sqrt(biased variance + eps)`.
+fn row_stats<T: Float>(row: &[T], eps: T) -> (T, T) {
+    let n = T::from_usize(row.len());
+    let mean = row.iter().copied().sum::<T>() / n;
+    let var = row.iter().map(|&x| (x - mean) * (x - mean)).sum::<T>() / n;
+    (mean, T::one() / (var + eps).sqrt())
+}
+
+pub(crate) fn layer_norm_backward<T: Float>(
+    sink: &mut GradSink<'_, T>,
+    g: &Tensor<T>,
+    [x, gamma, beta]: [NodeId; 3],
+    eps: T,
+) {
+    let (input, scale) = (sink.value(x), sink.value(gamma));
+    let dim = scale.len().max(1);
+    let n = T::from_usize(scale.len());
+    let rows = || input.data.chunks_exact(dim).zip(g.data.chunks_exact(dim));
+    if sink.wants(x) {
+        let mut dx = sink.pool.take(input.len());
+        for ((row, g_row), dx_row) in rows().zip(dx.chunks_exact_mut(dim)) {
+            let (mean, rstd) = row_stats(row, eps);
+            let (mut mean_g, mut mean_gx) = (T::zero(), T::zero());
+            for ((&x, &g), &gamma) in row.iter().zip(g_row).zip(&scale.data) {
+                let g_hat = g * gamma;
+                mean_g += g_hat;
+                mean_gx += g_hat * (x - mean) * rstd;
+            }
+            let (mean_g, mean_gx) = (mean_g / n, mean_gx / n);
+            for (((d, &x), &g), &gamma) in dx_row.iter_mut().zip(row).zip(g_row).zip(&scale.data) {
+                let x_hat = (x - mean) * rstd;
+                *d = (g * gamma - mean_g - x_hat * mean_gx) * rstd;
+            }
+        }
+        sink.add(x, dx);
+    }
+    if sink.wants(gamma) {
+        let mut d_gamma = sink.pool.take_zeroed(scale.len());
+        for (row, g_row) in rows() {
+            let (mean, rstd) = row_stats(row, eps);
+            for ((d, &x), &g) in d_gamma.iter_mut().zip(row).zip(g_row) {
+                *d += g * (x - mean) * rstd;
+            }
+        }
+        sink.add(gamma, d_gamma);
+    }
+    if sink.wants(beta) {
+        let mut d_beta = sink.pool.take_zeroed(scale.len());
+        for (_, g_row) in rows() {
+            d_beta.iter_mut().zip(g_row).for_each(|(d, &g)| *d += g);
+        }
+        sink.add(beta, d_beta);
+    }
+}

@@ -1,0 +1,201 @@
+//! Replays every gradient case of the PyTorch oracle (`tests/data/oracle_cases.json`,
+//! float64, format in `tests/data/ORACLE_FORMAT.md`): forward values and
+//! vector-Jacobian products must agree to 1e-10 relative. The optimizer
+//! cases (kind "optim") are replayed by `tests/optim_oracle.rs`.
+
+use grad_runtime::*;
+use ndarray::{ArrayD, IxDyn};
+use serde_json::Value;
+
+const RTOL: f64 = 1e-10;
+const ATOL: f64 = 1e-12;
+
+fn cases() -> Vec<Value> {
+    let text = include_str!("data/oracle_cases.json");
+    let file: Value = serde_json::from_str(text).expect("oracle file is JSON");
+    assert_eq!(file["format"], "autodiff-oracle/1");
+    file["cases"].as_array().expect("cases array").clone()
+}
+
+fn array(value: &Value) -> ArrayD<f64> {
+    let shape: Vec<usize> = value["shape"].as_array().unwrap().iter().map(|d| d.as_u64().unwrap() as usize).collect();
+    let data: Vec<f64> = value["data"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+    ArrayD::from_shape_vec(IxDyn(&shape), data).expect("data length matches shape")
+}
+
+fn indices(value: &Value) -> Vec<usize> {
+    assert_eq!(value["dtype"], "i64");
+    value["data"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as usize).collect()
+}
+
+/// An oracle input on the tape: a differentiable parameter, a float
+/// constant, or integer class indices.
+enum Input {
+    Var(Var),
+    Indices(Vec<usize>),
+}
+
+impl Input {
+    fn var(&self) -> Var {
+        match self {
+            Input::Var(v) => *v,
+            Input::Indices(_) => panic!("expected a float input"),
+        }
+    }
+    fn indices(&self) -> &[usize] {
+        match self {
+            Input::Indices(ids) => ids,
+            Input::Var(_) => panic!("expected integer indices"),
+        }
+    }
+}
+
+fn axis_arg(args: &Value) -> Option<isize> {
+    args["axis"].as_i64().map(|a| a as isize)
+}
+
+fn usizes(value: &Value) -> Vec<usize> {
+    value.as_array().unwrap().iter().map(|d| d.as_u64().unwrap() as usize).collect()
+}
+
+/// Builds the case's program on the tape, in the library's op names.
+fn build(case: &Value, tp: &mut Tape<f64>, inputs: &[Input]) -> Var {
+    let args = &case["args"];
+    let x = |k: usize| inputs[k].var();
+    let op = case["op"].as_str().unwrap();
+    match op {
+        "add" => g_add(tp, x(0), x(1)),
+        "sub" => g_sub(tp, x(0), x(1)),
+        "mul" => g_mul(tp, x(0), x(1)),
+        "div" => g_div(tp, x(0), x(1)),
+        "neg" => g_neg(tp, x(0)),
+        "add_scalar" => g_adds(tp, x(0), args["scalar"].as_f64().unwrap()),
+        "mul_scalar" => g_muls(tp, x(0), args["scalar"].as_f64().unwrap()),
+        "relu" => g_relu(tp, x(0)),
+        "sigmoid" => g_sigmoid(tp, x(0)),
+        "tanh" => g_tanh(tp, x(0)),
+        "exp" => g_exp(tp, x(0)),
+        "log" => g_log(tp, x(0)),
+        "sqrt" => g_sqrt(tp, x(0)),
+        "sum" | "mean" => {
+            let keepdim = args["keepdim"].as_bool().unwrap();
+            match (op, axis_arg(args)) {
+                ("sum", None) => g_sum(tp, x(0)),
+                ("mean", None) => g_mean(tp, x(0)),
+                ("sum", Some(axis)) => g_sum_axis(tp, x(0), axis, keepdim),
+                (_, Some(axis)) => g_mean_axis(tp, x(0), axis, keepdim),
+                _ => unreachable!(),
+            }
+        }
+        "matmul" => g_matmul(tp, x(0), x(1)),
+        "bmm" => g_bmm(tp, x(0), x(1)),
+        "transpose" => g_transpose(tp, x(0)),
+        "reshape" => g_reshape(tp, x(0), &usizes(&args["shape"])),
+        "softmax" => g_softmax(tp, x(0), axis_arg(args).unwrap()),
+        "log_softmax" => g_log_softmax(tp, x(0), axis_arg(args).unwrap()),
+        "slice" => g_slice(tp, x(0), &usizes(&args["starts"]), &usizes(&args["stops"])),
+        "concat" => g_concat(tp, x(0), x(1), args["axis"].as_u64().unwrap() as usize),
+        "mse" => g_mse(tp, x(0), x(1)),
+        "cross_entropy" => g_cross_entropy(tp, x(0), inputs[1].indices()),
+        "composite" => build_composite(case, tp, inputs),
+        other => panic!("{}: op `{other}` has no replay: every oracle case must run", case["name"]),
+    }
+}
+
+fn build_composite(case: &Value, tp: &mut Tape<f64>, inputs: &[Input]) -> Var {
+    let x = |k: usize| inputs[k].var();
+    match case["name"].as_str().unwrap() {
+        "mul_self" => g_mul(tp, x(0), x(0)),
+        "mlp_mse" | "mlp_cross_entropy" => {
+            let (input, w1, b1, w2, b2) = (x(0), x(1), x(2), x(3), x(4));
+            let xw = g_matmul(tp, input, w1);
+            let z = g_add(tp, xw, b1);
+            let h = g_relu(tp, z);
+            let hw = g_matmul(tp, h, w2);
+            let y = g_add(tp, hw, b2);
+            if case["name"] == "mlp_mse" { g_mse(tp, y, x(5)) } else { g_cross_entropy(tp, y, inputs[5].indices()) }
+        }
+        "attention_single_head" => {
+            let scale = case["args"]["scale"].as_f64().unwrap();
+            let (input, wq, wk, wv) = (x(0), x(1), x(2), x(3));
+            // numpy's broadcasting matmul: [B, T, D] @ [D, D].
+            let q = g_matmul(tp, input, wq);
+            let k = g_matmul(tp, input, wk);
+            let v = g_matmul(tp, input, wv);
+            let kt = g_transpose(tp, k);
+            let scores = g_bmm(tp, q, kt);
+            let scaled = g_muls(tp, scores, scale);
+            let p = g_softmax(tp, scaled, -1);
+            let o = g_bmm(tp, p, v);
+            let oo = g_mul(tp, o, o);
+            g_sum(tp, oo)
+        }
+        "fanout_x2_plus_exp" => {
+            let square = g_mul(tp, x(0), x(0));
+            let exp = g_exp(tp, x(0));
+            let both = g_add(tp, square, exp);
+            g_sum(tp, both)
+        }
+        "center_rows" => {
+            let mean = g_mean_axis(tp, x(0), 1, true);
+            g_sub(tp, x(0), mean)
+        }
+        other => panic!("composite `{other}` has no replay: every oracle case must run"),
+    }
+}
+
+fn assert_close(what: &str, got: &ArrayD<f64>, want: &ArrayD<f64>) {
+    assert_eq!(got.shape(), want.shape(), "{what}: shape");
+    for (i, (&g, &w)) in got.iter().zip(want.iter()).enumerate() {
+        let error = (g - w).abs();
+        assert!(error <= ATOL + RTOL * w.abs(), "{what}: element {i}: got {g:e}, PyTorch {w:e} (diff {error:e})");
+    }
+}
+
+fn replay(case: &Value) {
+    let name = case["name"].as_str().unwrap();
+    let mut tape = Tape::<f64>::new();
+    let mut differentiable = Vec::new();
+    let inputs: Vec<Input> = case["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|input| {
+            if input["dtype"] == "i64" {
+                return Input::Indices(indices(input));
+            }
+            let value = array(input);
+            if input["requires_grad"].as_bool().unwrap() {
+                let v = tape.param(&value);
+                differentiable.push((input["name"].as_str().unwrap().to_owned(), v));
+                Input::Var(v)
+            } else {
+                Input::Var(tape.constant(&value))
+            }
+        })
+        .collect();
+    let out = build(case, &mut tape, &inputs);
+    assert!(tape.is_ok(), "{name}: {}", tape.error().unwrap());
+    assert_close(&format!("{name} output"), &tape.value(out).to_owned(), &array(&case["output"]));
+
+    tape.backward_with(out, &array(&case["cotangent"])).unwrap();
+    let want = case["grads"].as_array().unwrap();
+    assert_eq!(want.len(), differentiable.len(), "{name}: one gradient per differentiable input");
+    for ((input_name, v), want) in differentiable.iter().zip(want) {
+        assert_eq!(want["name"].as_str().unwrap(), input_name, "{name}: gradient order");
+        assert_close(&format!("{name} d/d{input_name}"), &tape.grad(*v).to_owned(), &array(want));
+    }
+}
+
+#[test]
+fn every_gradient_case_of_the_pytorch_oracle_matches() {
+    let cases = cases();
+    let grad_cases: Vec<&Value> = cases.iter().filter(|c| c["kind"] == "grad").collect();
+    let optim_cases = cases.iter().filter(|c| c["kind"] == "optim").count();
+    assert_eq!(grad_cases.len() + optim_cases, cases.len(), "every case is kind grad or optim");
+    for case in &grad_cases {
+        replay(case);
+    }
+    println!("replayed {} gradient cases of the PyTorch oracle", grad_cases.len());
+    assert_eq!(grad_cases.len(), 98, "the oracle file changed: review the new cases");
+}
