@@ -142,6 +142,7 @@ fn step_refuses_a_parameter_dropped_by_reset_to() {
     tape.backward(loss).unwrap();
     let (err, line) = (opt.step(&mut tape).unwrap_err(), line!());
     assert_error(&err, "Adam::step", &ErrorKind::StaleVar, line);
+    assert!(err.to_string().contains("make parameters before it"), "{err}");
     assert_eq!(tape.value(kept)[0], 1.0, "nothing is updated when any parameter is bad");
     assert_eq!(opt.steps(), 0);
 }
@@ -247,6 +248,9 @@ fn nesterov_needs_momentum_and_no_dampening() {
     let (mut opt, line) = (Sgd::new(0.1).momentum(0.9).dampening(0.1).nesterov(true), line!());
     let want = invalid("dampening", 0.1, "zero dampening with Nesterov");
     assert_error(&config_error(&mut opt), "Sgd::nesterov", &want, line);
+    // An invalid momentum is reported as itself, not as Nesterov's lack of momentum.
+    let (mut opt, line) = (Sgd::new(0.1).momentum(-0.5).nesterov(true), line!());
+    assert_error(&config_error(&mut opt), "Sgd::momentum", &invalid("momentum", -0.5, "a finite number >= 0"), line);
     // `add` refuses it too, and the order of the builder calls does not matter.
     let mut tape = Tape::<f64>::new();
     let w = tape.param(array![1.0]);

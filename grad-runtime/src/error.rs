@@ -197,7 +197,8 @@ impl fmt::Display for ErrorKind {
             ErrorKind::ForeignVar => write!(f, "the Var handle belongs to a different tape"),
             ErrorKind::StaleVar => write!(
                 f,
-                "the Var handle is stale: its node was dropped by reset_to (make Vars after the mark again each step)"
+                "the Var handle is stale: its node was dropped by reset_to \
+                 (make Vars after the mark again each step; make parameters before it)"
             ),
             ErrorKind::PoisonedVar => write!(f, "the Var handle was returned by an op that failed; it names no node"),
             ErrorKind::ForeignMark => write!(f, "the Mark belongs to a different tape"),

@@ -126,7 +126,7 @@ impl<T: Float> Sgd<T> {
     #[track_caller]
     #[must_use = "a refused parameter was not added: handle the error"]
     pub fn add(&mut self, tape: &Tape<T>, var: Var, alpha: f64) -> Result<(), GradError> {
-        self.check_nesterov()?;
+        self.check_config()?;
         self.registry.add("Sgd::add", tape, var, ("alpha", alpha), Location::caller())?;
         if self.momentum > 0.0 {
             self.buffers.resize(self.registry.elements(), T::zero());
@@ -174,7 +174,7 @@ impl<T: Float> Sgd<T> {
     #[track_caller]
     #[must_use = "a refused step updated nothing: handle the error"]
     pub fn step(&mut self, tape: &mut Tape<T>) -> Result<(), GradError> {
-        self.check_nesterov()?;
+        self.check_config()?;
         let scale = self.registry.begin_step("Sgd::step", tape, Location::caller())?;
         let lr = T::from_f64(self.registry.lr());
         if self.momentum == 0.0 {
@@ -205,8 +205,10 @@ impl<T: Float> Sgd<T> {
         Ok(())
     }
 
-    /// Nesterov needs momentum and no dampening (PyTorch refuses it too).
-    fn check_nesterov(&self) -> Result<(), GradError> {
+    /// The first invalid builder argument, else whether Nesterov has the
+    /// momentum and zero dampening it needs (PyTorch refuses it too).
+    fn check_config(&self) -> Result<(), GradError> {
+        self.registry.config_error()?;
         match self.nesterov {
             Some(location) if self.momentum <= 0.0 || self.dampening != 0.0 => {
                 let (name, value, expected) = if self.momentum <= 0.0 {
