@@ -6,7 +6,7 @@
 mod common;
 
 use common::Rng;
-use grad_runtime::{Adam, AdamW, Float, Sgd, Tape, Var, g_add, g_mul, g_sub, g_sum};
+use grad_runtime::{Adam, AdamW, Float, Optimizer, Sgd, Tape, Var, g_add, g_mul, g_sub, g_sum};
 use ndarray::Array1;
 
 fn arr<T: Float>(xs: &[f64]) -> Array1<T> {
@@ -481,4 +481,40 @@ fn adam_eps_placement_differs_from_torch_by_eps_scaling_only() {
     let torch = -(1.0 / (1.0 - 0.9)) * m / (v.sqrt() / (1.0f64 - 0.999).sqrt() + 1e-8);
     assert!((tape.value(w)[0] - ours).abs() <= 1e-14 * ours.abs());
     assert!((ours - torch).abs() > 0.1 * torch.abs(), "ours {ours}, torch {torch}");
+}
+
+#[test]
+fn adam_and_adamw_update_from_the_clipped_gradient() {
+    // Gradients [3] and [4]: global norm 5, clipped to 1, so s = 1/5; the
+    // L2 term (Adam) is added after clipping, unscaled.
+    let s = 1.0f64 / 5.0;
+    let run = |adamw: bool| {
+        let mut tape = Tape::<f64>::new();
+        let p1 = tape.param(arr::<f64>(&[1.0]));
+        let p2 = tape.param(arr::<f64>(&[-2.0]));
+        let mut adam = Adam::new(0.1);
+        let mut adamw_opt = AdamW::new(0.1);
+        let opt: &mut dyn Optimizer<f64> = if adamw { &mut adamw_opt } else { &mut adam };
+        opt.add(&tape, p1, 0.5).unwrap();
+        opt.add(&tape, p2, 0.0).unwrap();
+        opt.set_clip(1.0).unwrap();
+        given_gradients(&mut tape, p1, &[3.0], p2, &[4.0]);
+        opt.step(&mut tape).unwrap();
+        (value(&tape, p1), value(&tape, p2))
+    };
+
+    let (mut w1, mut m1, mut v1) = (vec![1.0], vec![0.0], vec![0.0]);
+    let (mut w2, mut m2, mut v2) = (vec![-2.0], vec![0.0], vec![0.0]);
+    adam_by_hand(&mut w1, &[3.0 * s], &mut m1, &mut v1, 0.5, 0.1, (0.9, 0.999));
+    adam_by_hand(&mut w2, &[4.0 * s], &mut m2, &mut v2, 0.0, 0.1, (0.9, 0.999));
+    assert_eq!(run(false), (w1, w2));
+
+    // AdamW: no L2; the decay λ = 0.5 shrinks p1 directly.
+    let adamw_by_hand = |w: f64, g: f64, decay: f64| {
+        let w = w - (0.1 * decay) * w;
+        let (m, v) = ((1.0 - 0.9) * g, (1.0 - 0.999) * (g * g));
+        let (m_hat, v_hat) = (m / (1.0 - 0.9), v / (1.0 - 0.999));
+        w - (0.1 * m_hat) / (v_hat.sqrt() + 1e-8)
+    };
+    assert_eq!(run(true), (vec![adamw_by_hand(1.0, 3.0 * s, 0.5)], vec![adamw_by_hand(-2.0, 4.0 * s, 0.0)]));
 }
