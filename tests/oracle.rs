@@ -1,7 +1,12 @@
-//! Replays every gradient case of the PyTorch oracle (`tests/data/oracle_cases.json`,
-//! float64, format in `tests/data/ORACLE_FORMAT.md`): forward values and
-//! vector-Jacobian products must agree to 1e-10 relative. The optimizer
-//! cases (kind "optim") are replayed by `tests/optim_oracle.rs`.
+//! Replays every gradient case of the PyTorch oracles (float64, format in
+//! `tests/data/ORACLE_FORMAT.md`): forward values and vector-Jacobian
+//! products must agree to 1e-10 relative.
+//!
+//! - `oracle_cases.json`: the project's shared oracle, every seed op. Its
+//!   optimizer cases (kind "optim") are replayed by `tests/optim_oracle.rs`.
+//! - `oracle_extra.json`: the ops the shared file does not cover (max,
+//!   activations, embedding, batched matmul, layer_norm, a transformer MLP
+//!   block), written by `tests/data/make_oracle_extra.py` with PyTorch.
 
 use grad_runtime::*;
 use ndarray::{ArrayD, IxDyn};
@@ -10,8 +15,7 @@ use serde_json::Value;
 const RTOL: f64 = 1e-10;
 const ATOL: f64 = 1e-12;
 
-fn cases() -> Vec<Value> {
-    let text = include_str!("data/oracle_cases.json");
+fn cases(text: &str) -> Vec<Value> {
     let file: Value = serde_json::from_str(text).expect("oracle file is JSON");
     assert_eq!(file["format"], "autodiff-oracle/1");
     file["cases"].as_array().expect("cases array").clone()
@@ -95,6 +99,16 @@ fn build(case: &Value, tp: &mut Tape<f64>, inputs: &[Input]) -> Var {
         "log_softmax" => g_log_softmax(tp, x(0), axis_arg(args).unwrap()),
         "slice" => g_slice(tp, x(0), &usizes(&args["starts"]), &usizes(&args["stops"])),
         "concat" => g_concat(tp, x(0), x(1), args["axis"].as_u64().unwrap() as usize),
+        "max" => g_max_axis(tp, x(0), axis_arg(args).unwrap(), args["keepdim"].as_bool().unwrap()),
+        "pow" => g_pow(tp, x(0), args["p"].as_f64().unwrap()),
+        "abs" => g_abs(tp, x(0)),
+        "leaky_relu" => g_leaky_relu(tp, x(0), args["slope"].as_f64().unwrap()),
+        "gelu" => g_gelu(tp, x(0)),
+        "silu" => g_silu(tp, x(0)),
+        "softplus" => g_softplus(tp, x(0)),
+        "clamp" => g_clamp(tp, x(0), args["lo"].as_f64().unwrap(), args["hi"].as_f64().unwrap()),
+        "embedding" => g_embedding(tp, x(0), inputs[1].indices()),
+        "layer_norm" => g_layer_norm(tp, x(0), x(1), x(2), args["eps"].as_f64().unwrap()),
         "mse" => g_mse(tp, x(0), x(1)),
         "cross_entropy" => g_cross_entropy(tp, x(0), inputs[1].indices()),
         "composite" => build_composite(case, tp, inputs),
@@ -135,6 +149,17 @@ fn build_composite(case: &Value, tp: &mut Tape<f64>, inputs: &[Input]) -> Var {
             let exp = g_exp(tp, x(0));
             let both = g_add(tp, square, exp);
             g_sum(tp, both)
+        }
+        "transformer_mlp_block" => {
+            let eps = case["args"]["eps"].as_f64().unwrap();
+            let (input, gamma, beta, w1, b1, w2) = (x(0), x(1), x(2), x(3), x(4), x(5));
+            let normed = g_layer_norm(tp, input, gamma, beta, eps);
+            let hidden = g_matmul(tp, normed, w1);
+            let hidden = g_add(tp, hidden, b1);
+            let hidden = g_gelu(tp, hidden);
+            let projected = g_matmul(tp, hidden, w2);
+            let residual = g_add(tp, input, projected);
+            g_sum(tp, residual)
         }
         "center_rows" => {
             let mean = g_mean_axis(tp, x(0), 1, true);
@@ -189,7 +214,7 @@ fn replay(case: &Value) {
 
 #[test]
 fn every_gradient_case_of_the_pytorch_oracle_matches() {
-    let cases = cases();
+    let cases = cases(include_str!("data/oracle_cases.json"));
     let grad_cases: Vec<&Value> = cases.iter().filter(|c| c["kind"] == "grad").collect();
     let optim_cases = cases.iter().filter(|c| c["kind"] == "optim").count();
     assert_eq!(grad_cases.len() + optim_cases, cases.len(), "every case is kind grad or optim");
@@ -198,4 +223,15 @@ fn every_gradient_case_of_the_pytorch_oracle_matches() {
     }
     println!("replayed {} gradient cases of the PyTorch oracle", grad_cases.len());
     assert_eq!(grad_cases.len(), 98, "the oracle file changed: review the new cases");
+}
+
+#[test]
+fn every_case_of_the_extra_pytorch_oracle_matches() {
+    let cases = cases(include_str!("data/oracle_extra.json"));
+    for case in &cases {
+        assert_eq!(case["kind"], "grad");
+        replay(case);
+    }
+    println!("replayed {} extra gradient cases of PyTorch", cases.len());
+    assert_eq!(cases.len(), 23, "the extra oracle changed: review the new cases");
 }

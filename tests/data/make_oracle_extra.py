@@ -1,0 +1,134 @@
+"""Writes oracle_extra.json: PyTorch (float64) values and vector-Jacobian
+products for the ops the shared oracle (oracle_cases.json) does not cover.
+
+Same format as oracle_cases.json (see ORACLE_FORMAT.md). Run with any
+PyTorch 2.x: `python3 tests/data/make_oracle_extra.py`; it writes the same
+bytes for the same torch version (fixed seed).
+"""
+
+import json
+import math
+
+import torch
+import torch.nn.functional as F
+
+torch.manual_seed(2)
+DT = torch.float64
+
+
+def arr(t, name=None, requires_grad=None):
+    t = t.detach()
+    out = {}
+    if name is not None:
+        out["name"] = name
+    out["shape"] = list(t.shape)
+    if t.dtype == torch.int64:
+        out["dtype"] = "i64"
+        out["data"] = [int(v) for v in t.reshape(-1).tolist()]
+    else:
+        out["dtype"] = "f64"
+        out["data"] = [float(v) for v in t.reshape(-1).tolist()]
+    if requires_grad is not None:
+        out["requires_grad"] = requires_grad
+    return out
+
+
+def away_from(t, points, gap):
+    """Moves every element at least `gap` away from each kink in `points`."""
+    for p in points:
+        near = (t - p).abs() < gap
+        t = torch.where(near, p + torch.sign(t - p + 1e-300) * gap * 2, t)
+    return t
+
+
+cases = []
+
+
+def case(name, op, args, inputs, fn):
+    """inputs: list of (name, tensor, requires_grad)."""
+    leaves = []
+    for _, t, rg in inputs:
+        leaf = t.clone()
+        if rg:
+            leaf.requires_grad_(True)
+        leaves.append(leaf)
+    out = fn(*leaves)
+    cot = torch.randn(out.shape, dtype=DT)
+    diff = [l for (_, _, rg), l in zip(inputs, leaves) if rg]
+    grads = torch.autograd.grad(out, diff, grad_outputs=cot)
+    grad_names = [n for n, _, rg in inputs if rg]
+    cases.append(
+        {
+            "name": name,
+            "kind": "grad",
+            "op": op,
+            "args": args,
+            "inputs": [arr(t, n, rg) for n, t, rg in inputs],
+            "output": arr(out),
+            "cotangent": arr(cot),
+            "grads": [arr(g, n) for n, g in zip(grad_names, grads)],
+        }
+    )
+
+
+def randn(*shape):
+    return torch.randn(*shape, dtype=DT)
+
+
+for axis in (0, 1, -1):
+    for keepdim in (False, True):
+        # Distinct values: the arg-max is unique, as the gradient needs.
+        x = randn(3, 4)
+        case(f"max_2d_axis{axis}_{'keep' if keepdim else 'nokeep'}", "max", {"axis": axis, "keepdim": keepdim},
+             [("x", x, True)], lambda x, a=axis, k=keepdim: torch.amax(x, dim=a, keepdim=k))
+case("max_3d_axis1", "max", {"axis": 1, "keepdim": False}, [("x", randn(2, 3, 4), True)],
+     lambda x: torch.amax(x, dim=1))
+
+x = away_from(randn(3, 4), [0.0], 0.1)
+pos = torch.rand(3, 4, dtype=DT) * 2.5 + 0.5
+case("pow_2p5", "pow", {"p": 2.5}, [("x", pos, True)], lambda x: x ** 2.5)
+case("pow_neg1p5", "pow", {"p": -1.5}, [("x", pos, True)], lambda x: x ** -1.5)
+case("pow_3", "pow", {"p": 3.0}, [("x", randn(3, 4), True)], lambda x: x ** 3.0)
+case("abs", "abs", {}, [("x", x, True)], torch.abs)
+case("leaky_relu", "leaky_relu", {"slope": 0.01}, [("x", x, True)], lambda x: F.leaky_relu(x, 0.01))
+case("gelu_tanh", "gelu", {}, [("x", randn(3, 4) * 2, True)], lambda x: F.gelu(x, approximate="tanh"))
+case("silu", "silu", {}, [("x", randn(3, 4) * 2, True)], F.silu)
+case("softplus", "softplus", {}, [("x", randn(3, 4) * 3, True)], F.softplus)
+clamp_x = away_from(randn(3, 4), [-0.5, 0.5], 0.05)
+case("clamp", "clamp", {"lo": -0.5, "hi": 0.5}, [("x", clamp_x, True)], lambda x: torch.clamp(x, -0.5, 0.5))
+
+ids = torch.tensor([4, 0, 4, 2, 1, 4], dtype=torch.int64)
+case("embedding_repeated_ids", "embedding", {}, [("table", randn(5, 3), True), ("ids", ids, False)],
+     lambda t, i: F.embedding(i, t))
+
+for name, sa, sb in [("matmul_3d_2d", (2, 3, 4), (4, 5)), ("matmul_3d_3d", (2, 3, 4), (2, 4, 5)),
+                     ("matmul_2d_3d", (3, 4), (2, 4, 5)), ("matmul_broadcast_4d_3d", (2, 1, 3, 4), (5, 4, 2))]:
+    case(name, "matmul", {}, [("a", randn(*sa), True), ("b", randn(*sb), True)], torch.matmul)
+
+case("layer_norm", "layer_norm", {"eps": 1e-5},
+     [("x", randn(2, 3, 5), True), ("gamma", randn(5), True), ("beta", randn(5), True)],
+     lambda x, g, b: F.layer_norm(x, (5,), g, b, 1e-5))
+
+# A pre-norm transformer block's feed-forward half, in the library's op names:
+# out = sum(x + matmul(gelu(matmul(layer_norm(x, gamma, beta), w1) + b1), w2))
+case("transformer_mlp_block", "composite", {"eps": 1e-5},
+     [("x", randn(2, 3, 4), True), ("gamma", randn(4), True), ("beta", randn(4), True),
+      ("w1", randn(4, 6) * 0.5, True), ("b1", randn(6), True), ("w2", randn(6, 4) * 0.5, True)],
+     lambda x, g, b, w1, b1, w2: (x + F.gelu(F.layer_norm(x, (4,), g, b, 1e-5) @ w1 + b1, approximate="tanh") @ w2).sum())
+
+doc = {
+    "format": "autodiff-oracle/1",
+    "set": "extra",
+    "seed": 2,
+    "dtype": "f64",
+    "generator": f"make_oracle_extra.py, torch {torch.__version__}, float64",
+    "cases": cases,
+}
+with open(__file__.replace("make_oracle_extra.py", "oracle_extra.json"), "w") as f:
+    f.write("{\n")
+    for key in ("format", "set", "seed", "dtype", "generator"):
+        f.write(f"  {json.dumps(key)}: {json.dumps(doc[key])},\n")
+    f.write('  "cases": [\n')
+    f.write(",\n".join("    " + json.dumps(c) for c in cases))
+    f.write("\n  ]\n}\n")
+print(f"wrote {len(cases)} cases")
