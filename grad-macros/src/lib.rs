@@ -1,1 +1,53 @@
-//! The `grad!` macro; see the grad-runtime crate, which re-exports it.
+//! The `grad!` macro: a small differentiable DSL expanded into
+//! `grad_runtime` tape calls. Use it through `grad_runtime`, which
+//! re-exports it and documents the language (`grad_runtime::grad`).
+//!
+//! The pipeline reads as three stages, each a module testable on
+//! `proc_macro2::TokenStream` without a compiler:
+//! [`parse`] (the block, with the Pratt parser in [`pratt`]) →
+//! [`check`] (the shape pass, with the rules in [`rules`]) →
+//! [`expand`] (code generation). [`builtins`] is the one table of built-in
+//! functions all three read. Every mistake is a spanned `compile_error!`,
+//! several at once when they are independent; the macro never panics.
+
+mod ast;
+mod builtins;
+mod check;
+mod error;
+mod expand;
+mod parse;
+mod pratt;
+mod rules;
+mod shape;
+
+use proc_macro::TokenStream;
+
+/// Records a block of tensor math on a tape: `grad!(tape; let y = relu(x @ w + b); mse(y, t))`.
+///
+/// See `grad_runtime::grad` for the language.
+#[proc_macro]
+pub fn grad(input: TokenStream) -> TokenStream {
+    expand_grad(input.into()).into()
+}
+
+/// The whole macro on `proc_macro2` tokens: the expansion, or the errors.
+fn expand_grad(input: proc_macro2::TokenStream) -> proc_macro2::TokenStream {
+    match run(input) {
+        Ok(tokens) => tokens,
+        Err(error) => error.to_compile_error(),
+    }
+}
+
+fn run(input: proc_macro2::TokenStream) -> error::Result<proc_macro2::TokenStream> {
+    let block = parse::parse(input)?;
+    let checked = check::check(&block);
+    let expanded = expand::expand(&block);
+    match (checked, expanded) {
+        (Ok(()), Ok(tokens)) => Ok(tokens),
+        (Err(mut shapes), Err(kinds)) => {
+            shapes.combine(kinds);
+            Err(shapes)
+        }
+        (Err(error), Ok(_)) | (Ok(()), Err(error)) => Err(error),
+    }
+}

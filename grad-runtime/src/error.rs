@@ -85,8 +85,10 @@ pub enum ErrorKind {
     DuplicateParameter,
     /// An operation refused because the tape holds an earlier error.
     TapePoisoned { first: Box<GradError> },
-    /// An input whose real shape contradicts the shape declared in `grad!`.
-    DeclaredShape { input: String, declared: String, bound: String },
+    /// An input whose real shape contradicts the shape declared in `grad!`:
+    /// `declared` is the declaration with the sizes its symbols were bound
+    /// to (`[B, 784] with B = 64`), `problem` what disagrees (`dim 1 is 783`).
+    DeclaredShape { input: String, declared: String, problem: String },
 }
 
 impl GradError {
@@ -215,12 +217,8 @@ impl fmt::Display for ErrorKind {
             ErrorKind::TapePoisoned { first } => {
                 write!(f, "the tape holds an earlier error: {first}")
             }
-            ErrorKind::DeclaredShape { input, declared, bound } => {
-                write!(f, "input `{input}` was declared {declared}")?;
-                if !bound.is_empty() {
-                    write!(f, " (with {bound})")?;
-                }
-                write!(f, " but its real shape differs")
+            ErrorKind::DeclaredShape { input, declared, problem } => {
+                write!(f, "input `{input}` was declared {declared}, but {problem}")
             }
         }
     }

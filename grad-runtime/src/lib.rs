@@ -32,6 +32,8 @@
 
 mod backward;
 mod broadcast;
+#[doc(hidden)]
+pub mod dsl;
 mod error;
 mod float;
 mod ops;
@@ -44,6 +46,7 @@ mod var;
 
 pub use error::{ErrorKind, GradError};
 pub use float::Float;
+pub use grad_macros::grad;
 pub use ops::binary::{g_add, g_div, g_mul, g_sub};
 pub use ops::dropout::g_dropout;
 pub use ops::embedding::g_embedding;

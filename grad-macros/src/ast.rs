@@ -1,0 +1,333 @@
+//! The parsed DSL: the tape, shape declarations, `let` statements and the
+//! result. Every node keeps the spans of the user's tokens it came from.
+
+use std::fmt;
+
+use proc_macro2::{Ident, Literal, Span, TokenStream, TokenTree};
+
+use crate::error::SpanRange;
+
+/// `grad!(TAPE; DECLS; let a = ...; ...; RESULT)`.
+pub(crate) struct Block {
+    /// The tape expression's tokens, as written.
+    pub(crate) tape: TokenStream,
+    pub(crate) tape_span: SpanRange,
+    pub(crate) decls: Vec<Decl>,
+    pub(crate) stmts: Vec<Let>,
+    pub(crate) result: Output,
+}
+
+/// What the block returns: one `Var`, or a tuple of them.
+pub(crate) enum Output {
+    Single(Expr),
+    Tuple(Vec<Expr>),
+}
+
+impl Output {
+    pub(crate) fn exprs(&self) -> &[Expr] {
+        match self {
+            Output::Single(e) => std::slice::from_ref(e),
+            Output::Tuple(es) => es,
+        }
+    }
+}
+
+/// `x: [B, 784]`: an input and its declared shape.
+pub(crate) struct Decl {
+    pub(crate) name: Ident,
+    pub(crate) dims: Vec<DeclDim>,
+    /// From the name to the closing bracket.
+    pub(crate) span: SpanRange,
+}
+
+/// One dim of a declaration.
+pub(crate) enum DeclDim {
+    /// A literal size, `784`.
+    Fixed(u64, Span),
+    /// A symbolic size, `B`: bound to the real size at its first occurrence.
+    Sym(Ident),
+    /// `_`: any size.
+    Any(Span),
+}
+
+/// `let name = value`.
+pub(crate) struct Let {
+    pub(crate) name: Ident,
+    pub(crate) value: Expr,
+}
+
+/// An expression and the range of tokens it was parsed from.
+pub(crate) struct Expr {
+    pub(crate) kind: ExprKind,
+    pub(crate) span: SpanRange,
+}
+
+pub(crate) enum ExprKind {
+    /// An identifier: a `let` name, a declared input, or a free Rust
+    /// variable (a `Var` or a scalar, the macro cannot tell which).
+    Name(Ident),
+    /// A numeric literal.
+    Number(Number),
+    /// `true` or `false`.
+    Bool(Ident),
+    /// A Rust expression passed through as written: a path (`cfg::SCALE`),
+    /// a field (`self.w`) or a block (`{ lr * 0.5 }`).
+    Rust(TokenStream),
+    /// `-operand`.
+    Neg { op: Span, operand: Box<Expr> },
+    /// `lhs op rhs`.
+    Binary { op: BinOp, op_span: Span, lhs: Box<Expr>, rhs: Box<Expr> },
+    /// `f(args)`, or `args[0].f(args[1..])` when `method` is set.
+    Call { func: Path, args: Vec<Arg>, method: bool },
+    /// `[a, b, ...]`: the dims of `reshape`, the starts and stops of `slice`.
+    List(Vec<Expr>),
+}
+
+/// A call argument: a DSL expression, or Rust tokens passed through
+/// untouched (a built-in's `targets`, `ids`, `rng`).
+pub(crate) enum Arg {
+    Expr(Expr),
+    Rust(TokenStream, SpanRange),
+}
+
+impl Arg {
+    pub(crate) fn span(&self) -> SpanRange {
+        match self {
+            Arg::Expr(e) => e.span,
+            Arg::Rust(_, span) => *span,
+        }
+    }
+}
+
+/// A function name: one identifier (`relu`, a user's `linear`) or a path
+/// (`layers::linear`), which never names a built-in.
+pub(crate) struct Path {
+    pub(crate) tokens: Vec<TokenTree>,
+    pub(crate) span: SpanRange,
+}
+
+impl Path {
+    /// The identifier, when the path is a single one.
+    pub(crate) fn ident(&self) -> Option<&Ident> {
+        match self.tokens.as_slice() {
+            [TokenTree::Ident(ident)] => Some(ident),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    MatMul,
+}
+
+impl BinOp {
+    pub(crate) fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::MatMul => "@",
+        }
+    }
+
+    /// Binding power, as numpy: `@` binds like `*`, both tighter than `+`.
+    pub(crate) fn precedence(self) -> u8 {
+        match self {
+            BinOp::Add | BinOp::Sub => 1,
+            BinOp::Mul | BinOp::Div | BinOp::MatMul => 2,
+        }
+    }
+}
+
+/// A numeric literal, classified.
+#[derive(Clone)]
+pub(crate) struct Number {
+    pub(crate) token: Literal,
+    /// The literal without its suffix.
+    pub(crate) digits: String,
+    pub(crate) suffix: String,
+    /// The exact value of an integer literal (`None` for a float, or an
+    /// integer too large for `u128`).
+    pub(crate) int: Option<u128>,
+    pub(crate) is_float: bool,
+}
+
+impl Number {
+    /// Classifies a literal token; `None` for anything but a number.
+    pub(crate) fn parse(token: &Literal) -> Option<Number> {
+        let text = token.to_string();
+        if !text.starts_with(|c: char| c.is_ascii_digit()) {
+            return None;
+        }
+        let radix = match text.get(..2) {
+            Some("0x") => 16,
+            Some("0o") => 8,
+            Some("0b") => 2,
+            _ => 10,
+        };
+        const SUFFIXES: [&str; 14] =
+            ["f32", "f64", "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize"];
+        let suffix =
+            SUFFIXES.iter().find(|s| text.ends_with(*s) && !(radix == 16 && s.starts_with('f'))).map_or("", |s| s);
+        let digits = &text[..text.len() - suffix.len()];
+        let is_float = suffix.starts_with('f') || (radix == 10 && digits.contains(['.', 'e', 'E']));
+        let int = if is_float {
+            None
+        } else {
+            let body: String = digits.chars().skip(if radix == 10 { 0 } else { 2 }).filter(|&c| c != '_').collect();
+            u128::from_str_radix(&body, radix).ok()
+        };
+        Some(Number { token: token.clone(), digits: digits.to_string(), suffix: suffix.to_string(), int, is_float })
+    }
+
+    /// The literal as a float without suffix (`2` → `2.0`, `1.` → `1.0`),
+    /// or `None` for an integer too large to read.
+    pub(crate) fn float_digits(&self) -> Option<String> {
+        if self.is_float {
+            let mut digits = self.digits.clone();
+            if digits.ends_with('.') {
+                digits.push('0');
+            }
+            Some(digits)
+        } else {
+            self.int.map(|n| format!("{n}.0"))
+        }
+    }
+}
+
+/// Writes expressions back as DSL source, for messages: `relu(x @ w + b)`.
+impl fmt::Display for Expr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            ExprKind::Name(ident) | ExprKind::Bool(ident) => write!(f, "{ident}"),
+            ExprKind::Number(n) => write!(f, "{}", n.token),
+            ExprKind::Rust(tokens) => f.write_str(&tokens_text(tokens.clone())),
+            ExprKind::Neg { operand, .. } => {
+                if matches!(operand.kind, ExprKind::Binary { .. }) {
+                    write!(f, "-({operand})")
+                } else {
+                    write!(f, "-{operand}")
+                }
+            }
+            ExprKind::Binary { op, lhs, rhs, .. } => {
+                write_operand(f, lhs, op.precedence(), false)?;
+                write!(f, " {} ", op.symbol())?;
+                write_operand(f, rhs, op.precedence(), true)
+            }
+            ExprKind::Call { func, args, method } => {
+                let name = tokens_text(func.tokens.iter().cloned().collect());
+                let (receiver, rest) = match (method, args.split_first()) {
+                    (true, Some((first, rest))) => (Some(first), rest),
+                    _ => (None, args.as_slice()),
+                };
+                if let Some(receiver) = receiver {
+                    match receiver {
+                        Arg::Expr(e) if matches!(e.kind, ExprKind::Binary { .. } | ExprKind::Neg { .. }) => {
+                            write!(f, "({e}).")?
+                        }
+                        other => write!(f, "{other}.")?,
+                    }
+                }
+                write!(f, "{name}(")?;
+                for (i, arg) in rest.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write!(f, "{arg}")?;
+                }
+                write!(f, ")")
+            }
+            ExprKind::List(items) => {
+                write!(f, "[")?;
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write!(f, "{item}")?;
+                }
+                write!(f, "]")
+            }
+        }
+    }
+}
+
+impl fmt::Display for Arg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Arg::Expr(e) => write!(f, "{e}"),
+            Arg::Rust(tokens, _) => f.write_str(&tokens_text(tokens.clone())),
+        }
+    }
+}
+
+/// Parenthesizes an operand that binds looser than its parent operator
+/// (or equally, on the right: `a - (b - c)`).
+fn write_operand(f: &mut fmt::Formatter<'_>, e: &Expr, parent: u8, right: bool) -> fmt::Result {
+    match &e.kind {
+        ExprKind::Binary { op, .. } if op.precedence() < parent || (right && op.precedence() == parent) => {
+            write!(f, "({e})")
+        }
+        _ => write!(f, "{e}"),
+    }
+}
+
+/// Rust tokens as a person writes them: `self.w`, `cfg::SCALE`, `&ids`.
+pub(crate) fn tokens_text(tokens: TokenStream) -> String {
+    let mut out = String::new();
+    let mut previous_word = false;
+    for tree in tokens {
+        let word = matches!(tree, TokenTree::Ident(_) | TokenTree::Literal(_));
+        if word && previous_word {
+            out.push(' ');
+        }
+        match &tree {
+            TokenTree::Group(group) => out.push_str(&group.to_string()),
+            other => out.push_str(&other.to_string()),
+        }
+        previous_word = word || matches!(tree, TokenTree::Group(_));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn number(text: &str) -> Number {
+        let TokenTree::Literal(lit) = text.parse::<TokenStream>().unwrap().into_iter().next().unwrap() else {
+            panic!("not a literal: {text}")
+        };
+        Number::parse(&lit).unwrap()
+    }
+
+    #[test]
+    fn numbers_are_classified_with_their_suffix_and_value() {
+        let n = number("2");
+        assert!(!n.is_float);
+        assert_eq!((n.int, n.float_digits().unwrap()), (Some(2), "2.0".to_string()));
+        let n = number("1_000usize");
+        assert_eq!((n.int, n.suffix.as_str()), (Some(1000), "usize"));
+        let n = number("0x1f32");
+        assert_eq!((n.int, n.suffix.as_str(), n.is_float), (Some(0x1f32), "", false));
+        let n = number("1e-3");
+        assert!(n.is_float && n.int.is_none());
+        let n = number("2.5f32");
+        assert_eq!((n.digits.as_str(), n.suffix.as_str(), n.is_float), ("2.5", "f32", true));
+        assert_eq!(number("1.").float_digits().unwrap(), "1.0");
+        assert_eq!(number("0b101").int, Some(5));
+    }
+
+    #[test]
+    fn rust_tokens_print_compactly() {
+        let tokens: TokenStream = "self.w".parse().unwrap();
+        assert_eq!(tokens_text(tokens), "self.w");
+        let tokens: TokenStream = "cfg::SCALE".parse().unwrap();
+        assert_eq!(tokens_text(tokens), "cfg::SCALE");
+    }
+}

@@ -1,0 +1,271 @@
+//! Every built-in function of the DSL, in one table: its name, the runtime
+//! function it becomes, the kind of each argument and its shape rule.
+//!
+//! Adding a built-in is one row here (plus a [`Rule`] variant in
+//! `rules.rs` if no existing rule fits). The parser reads the argument
+//! kinds (arity, pass-through arguments), the shape pass reads the rule,
+//! and the expansion reads the runtime function and the kinds.
+
+use crate::ast::BinOp;
+
+/// What an argument is, which decides how it is parsed and passed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A tensor: any DSL expression that is a `Var`.
+    Var,
+    /// A scalar of the tape's float type `T`: a literal, a Rust variable,
+    /// or a `{ Rust block }`.
+    Scalar,
+    /// An `isize` axis, negative counting from the end: an integer literal
+    /// (`-1`) or a Rust expression.
+    Axis,
+    /// A `usize` axis: a non-negative integer literal or a Rust expression.
+    Index,
+    /// A `bool`: `true`, `false` or a Rust expression.
+    Flag,
+    /// A `&[usize]` list `[d, ...]`: each entry an integer literal, a
+    /// declared symbol (`B`, its size at run time), a Rust `usize`
+    /// variable, a `{ block }`, or a product of these (`B * T`).
+    Dims,
+    /// Rust tokens passed through untouched (`&targets`, `&mut rng`).
+    Rust,
+}
+
+/// One parameter: its name (for messages) and kind; a parameter with a
+/// default may be left out (trailing parameters only).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Param {
+    pub(crate) name: &'static str,
+    pub(crate) kind: Kind,
+    pub(crate) default: Option<&'static str>,
+}
+
+/// How a built-in's output shape follows from its inputs'; implemented in `rules.rs`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Rule {
+    /// Elementwise on one tensor: the shape is kept.
+    Same,
+    /// Elementwise on two tensors with NumPy broadcasting.
+    Broadcast,
+    /// `a @ b`: `[.., m, k] @ [.., k, n]` → `[.., m, n]`, batch dims broadcast.
+    MatMul,
+    /// `[b, m, k]` and `[b, k, n]` → `[b, m, n]`.
+    Bmm,
+    /// The last two dims swapped.
+    Transpose,
+    /// To the listed dims; the element count must be kept.
+    Reshape,
+    /// Every element to one scalar `[]`.
+    ReduceAll,
+    /// Over one axis (removed, or kept as 1 with keepdim).
+    ReduceAxis,
+    /// Along an axis that must exist; the shape is kept.
+    Softmax,
+    /// `[starts]..[stops]`, one of each per dim.
+    Slice,
+    /// Joined along an axis; every other dim must be equal.
+    Concat,
+    /// Two tensors of one shape to a scalar `[]`.
+    Loss,
+    /// Logits `[n, c]` and class targets to a scalar `[]`.
+    CrossEntropy,
+    /// Rows of a table `[v, d]` gathered by ids: `[len(ids), d]`.
+    Embedding,
+    /// Normalized over the last dim `d`; gamma and beta are `[d]`.
+    LayerNorm,
+}
+
+/// A built-in function of the DSL.
+#[derive(Debug)]
+pub(crate) struct Builtin {
+    /// The DSL name, `softmax`.
+    pub(crate) name: &'static str,
+    /// The function of `grad_runtime` it calls, `g_softmax`.
+    pub(crate) func: &'static str,
+    pub(crate) params: &'static [Param],
+    pub(crate) rule: Rule,
+}
+
+impl Builtin {
+    /// The fewest arguments a call may give.
+    pub(crate) fn required(&self) -> usize {
+        self.params.iter().take_while(|p| p.default.is_none()).count()
+    }
+
+    pub(crate) fn accepts(&self, argc: usize) -> bool {
+        (self.required()..=self.params.len()).contains(&argc)
+    }
+
+    /// `softmax(x, axis)`, `sum(x, axis, keepdim = false)`.
+    pub(crate) fn usage(&self) -> String {
+        let params: Vec<String> = self
+            .params
+            .iter()
+            .map(|p| match p.default {
+                Some(default) => format!("{} = {default}", p.name),
+                None => p.name.to_string(),
+            })
+            .collect();
+        format!("{}({})", self.name, params.join(", "))
+    }
+}
+
+const fn param(name: &'static str, kind: Kind) -> Param {
+    Param { name, kind, default: None }
+}
+
+const X: Param = param("x", Kind::Var);
+const A: Param = param("a", Kind::Var);
+const B: Param = param("b", Kind::Var);
+const AXIS: Param = param("axis", Kind::Axis);
+
+const fn row(name: &'static str, func: &'static str, params: &'static [Param], rule: Rule) -> Builtin {
+    Builtin { name, func, params, rule }
+}
+
+const fn unary(name: &'static str, func: &'static str) -> Builtin {
+    row(name, func, &[X], Rule::Same)
+}
+
+/// The built-ins, in the order the manual lists them. A name may have
+/// several rows with different arities (`sum(x)`, `sum(x, axis)`).
+pub(crate) const BUILTINS: &[Builtin] = &[
+    // Elementwise.
+    unary("relu", "g_relu"),
+    unary("sigmoid", "g_sigmoid"),
+    unary("tanh", "g_tanh"),
+    unary("exp", "g_exp"),
+    unary("log", "g_log"),
+    unary("sqrt", "g_sqrt"),
+    unary("abs", "g_abs"),
+    unary("gelu", "g_gelu"),
+    unary("silu", "g_silu"),
+    unary("softplus", "g_softplus"),
+    row("pow", "g_pow", &[X, param("p", Kind::Scalar)], Rule::Same),
+    row("leaky_relu", "g_leaky_relu", &[X, param("slope", Kind::Scalar)], Rule::Same),
+    row("clamp", "g_clamp", &[X, param("lo", Kind::Scalar), param("hi", Kind::Scalar)], Rule::Same),
+    // Reductions.
+    row("sum", "g_sum", &[X], Rule::ReduceAll),
+    row("sum", "g_sum_axis", &[X, AXIS, KEEPDIM], Rule::ReduceAxis),
+    row("mean", "g_mean", &[X], Rule::ReduceAll),
+    row("mean", "g_mean_axis", &[X, AXIS, KEEPDIM], Rule::ReduceAxis),
+    row("max", "g_max_axis", &[X, AXIS, KEEPDIM], Rule::ReduceAxis),
+    // Products and layout.
+    row("matmul", "g_matmul", &[A, B], Rule::MatMul),
+    row("bmm", "g_bmm", &[A, B], Rule::Bmm),
+    row("transpose", "g_transpose", &[X], Rule::Transpose),
+    row("reshape", "g_reshape", &[X, param("dims", Kind::Dims)], Rule::Reshape),
+    row("slice", "g_slice", &[X, param("starts", Kind::Dims), param("stops", Kind::Dims)], Rule::Slice),
+    row("concat", "g_concat", &[A, B, param("axis", Kind::Index)], Rule::Concat),
+    // Along an axis.
+    row("softmax", "g_softmax", &[X, AXIS], Rule::Softmax),
+    row("log_softmax", "g_log_softmax", &[X, AXIS], Rule::Softmax),
+    // Losses.
+    row("mse", "g_mse", &[param("y", Kind::Var), param("t", Kind::Var)], Rule::Loss),
+    row(
+        "cross_entropy",
+        "g_cross_entropy",
+        &[param("logits", Kind::Var), param("targets", Kind::Rust)],
+        Rule::CrossEntropy,
+    ),
+    // Layers.
+    row("embedding", "g_embedding", &[param("table", Kind::Var), param("ids", Kind::Rust)], Rule::Embedding),
+    row(
+        "layer_norm",
+        "g_layer_norm",
+        &[X, param("gamma", Kind::Var), param("beta", Kind::Var), param("eps", Kind::Scalar)],
+        Rule::LayerNorm,
+    ),
+    row(
+        "dropout",
+        "g_dropout",
+        &[X, param("p", Kind::Scalar), param("rng", Kind::Rust), param("train", Kind::Flag)],
+        Rule::Same,
+    ),
+];
+
+const KEEPDIM: Param = Param { name: "keepdim", kind: Kind::Flag, default: Some("false") };
+
+/// The rows of `name`.
+pub(crate) fn rows(name: &str) -> impl Iterator<Item = &'static Builtin> + '_ {
+    BUILTINS.iter().filter(move |b| b.name == name)
+}
+
+/// The row of `name` that takes `argc` arguments; `Err` lists every row
+/// of a built-in called with the wrong number; `Ok(None)` for a name that
+/// is no built-in (a user's function).
+pub(crate) fn resolve(name: &str, argc: usize) -> Result<Option<&'static Builtin>, Vec<&'static Builtin>> {
+    let candidates: Vec<_> = rows(name).collect();
+    if candidates.is_empty() {
+        return Ok(None);
+    }
+    match candidates.iter().find(|b| b.accepts(argc)) {
+        Some(found) => Ok(Some(found)),
+        None => Err(candidates),
+    }
+}
+
+/// The kind of argument `index` of a call to `name` with `argc` arguments,
+/// when `name` is a built-in accepting that many.
+pub(crate) fn param_kind(name: &str, argc: usize, index: usize) -> Option<Kind> {
+    let builtin = resolve(name, argc).ok()??;
+    builtin.params.get(index).map(|p| p.kind)
+}
+
+/// The runtime function and shape rule of an operator.
+pub(crate) fn operator(op: BinOp) -> (&'static str, Rule) {
+    match op {
+        BinOp::Add => ("g_add", Rule::Broadcast),
+        BinOp::Sub => ("g_sub", Rule::Broadcast),
+        BinOp::Mul => ("g_mul", Rule::Broadcast),
+        BinOp::Div => ("g_div", Rule::Broadcast),
+        BinOp::MatMul => ("g_matmul", Rule::MatMul),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_row_is_well_formed() {
+        for b in BUILTINS.iter() {
+            assert!(b.func.starts_with("g_"), "{}", b.name);
+            assert_eq!(
+                b.params[0].kind,
+                Kind::Var,
+                "{}: the first parameter is the receiver of the method form",
+                b.name
+            );
+            let defaults_trail = b.params.iter().skip_while(|p| p.default.is_none()).all(|p| p.default.is_some());
+            assert!(defaults_trail, "{}: defaults must be trailing", b.name);
+        }
+    }
+
+    #[test]
+    fn rows_of_one_name_have_disjoint_arities() {
+        let all: Vec<&Builtin> = BUILTINS.iter().collect();
+        for (i, a) in all.iter().enumerate() {
+            for b in &all[i + 1..] {
+                if a.name == b.name {
+                    let overlap = (0..8).any(|n| a.accepts(n) && b.accepts(n));
+                    assert!(!overlap, "{} has two rows for one arity", a.name);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn resolution_by_name_and_arity() {
+        assert_eq!(resolve("softmax", 2).unwrap().unwrap().func, "g_softmax");
+        assert!(resolve("linear", 2).unwrap().is_none());
+        assert_eq!(resolve("softmax", 1).unwrap_err().len(), 1);
+        assert_eq!(param_kind("reshape", 2, 1), Some(Kind::Dims));
+        assert_eq!(param_kind("reshape", 3, 1), None);
+        assert_eq!(BUILTINS.iter().find(|b| b.name == "softmax").unwrap().usage(), "softmax(x, axis)");
+        assert_eq!(resolve("sum", 2).unwrap().unwrap().usage(), "sum(x, axis, keepdim = false)");
+        assert_eq!(resolve("sum", 1).unwrap().unwrap().func, "g_sum");
+        assert_eq!(resolve("sum", 3).unwrap().unwrap().func, "g_sum_axis");
+        assert_eq!(param_kind("dropout", 4, 2), Some(Kind::Rust));
+    }
+}

@@ -1,0 +1,185 @@
+//! The shape pass: infers the shape of every intermediate value from the
+//! declarations and reports each op whose inputs cannot fit, spanned on
+//! the whole sub-expression. A failed op's result has an unknown shape, so
+//! one mistake is reported once and independent mistakes are all reported.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::ast::{Arg, Block, DeclDim, Expr, ExprKind};
+use crate::builtins::{self, Kind, Rule};
+use crate::error::{Error, Errors, Result};
+use crate::rules::{self, Operand, Site};
+use crate::shape::{Dim, Shape};
+
+/// What the pass knows of a name.
+struct Binding {
+    shape: Shape,
+    /// `declared`, or the `let` it came from.
+    origin: String,
+    /// A number, not a tensor (`let s = 0.5`).
+    scalar: bool,
+}
+
+pub(crate) fn check(block: &Block) -> Result<()> {
+    let mut checker = Checker { env: HashMap::new(), symbols: HashSet::new(), errors: Errors::default() };
+    for decl in &block.decls {
+        let dims = decl
+            .dims
+            .iter()
+            .map(|d| match d {
+                DeclDim::Fixed(n, _) => Dim::fixed(u128::from(*n)),
+                DeclDim::Sym(name) => {
+                    checker.symbols.insert(name.to_string());
+                    Dim::sym(&name.to_string())
+                }
+                DeclDim::Any(_) => Dim::Unknown,
+            })
+            .collect();
+        let binding = Binding { shape: Shape::Known(dims), origin: "declared".to_string(), scalar: false };
+        checker.env.insert(decl.name.to_string(), binding);
+    }
+    for stmt in &block.stmts {
+        let shape = checker.infer(&stmt.value);
+        let scalar = checker.is_scalar(&stmt.value);
+        let origin = format!("from `let {} = {}`", stmt.name, stmt.value);
+        checker.env.insert(stmt.name.to_string(), Binding { shape, origin, scalar });
+    }
+    for expr in block.result.exprs() {
+        checker.infer(expr);
+    }
+    checker.errors.finish(())
+}
+
+struct Checker {
+    env: HashMap<String, Binding>,
+    /// The symbols of the declarations (`B`, `T`).
+    symbols: HashSet<String>,
+    errors: Errors,
+}
+
+impl Checker {
+    fn infer(&mut self, e: &Expr) -> Shape {
+        match &e.kind {
+            ExprKind::Name(name) => self.env.get(&name.to_string()).map_or(Shape::Unknown, |b| b.shape.clone()),
+            ExprKind::Number(_) => Shape::scalar(),
+            ExprKind::Bool(_) | ExprKind::Rust(_) | ExprKind::List(_) => Shape::Unknown,
+            ExprKind::Neg { operand, .. } => self.infer(operand),
+            ExprKind::Binary { op, lhs, rhs, .. } => {
+                let tensors = vec![self.operand(lhs), self.operand(rhs)];
+                let (_, rule) = builtins::operator(*op);
+                if rule != Rule::Broadcast && (self.is_scalar(lhs) || self.is_scalar(rhs)) {
+                    return Shape::Unknown; // the expansion reports a number where a tensor belongs
+                }
+                let site = Site {
+                    text: e.to_string(),
+                    name: op.symbol().to_string(),
+                    tensors,
+                    ints: Vec::new(),
+                    flags: Vec::new(),
+                    lists: Vec::new(),
+                };
+                self.apply(rule, &site, e)
+            }
+            ExprKind::Call { func, args, .. } => {
+                let builtin = func.ident().and_then(|name| builtins::resolve(&name.to_string(), args.len()).ok()?);
+                match builtin {
+                    Some(builtin) => self.builtin(builtin, args, e),
+                    None => {
+                        for arg in args {
+                            if let Arg::Expr(inner) = arg {
+                                self.infer(inner);
+                            }
+                        }
+                        Shape::Unknown
+                    }
+                }
+            }
+        }
+    }
+
+    fn builtin(&mut self, builtin: &builtins::Builtin, args: &[Arg], e: &Expr) -> Shape {
+        let mut site = Site {
+            text: e.to_string(),
+            name: builtin.name.to_string(),
+            tensors: Vec::new(),
+            ints: Vec::new(),
+            flags: Vec::new(),
+            lists: Vec::new(),
+        };
+        let mut has_number = false;
+        for (param, arg) in builtin.params.iter().zip(args) {
+            let Arg::Expr(arg) = arg else { continue };
+            match param.kind {
+                Kind::Var => {
+                    has_number |= self.is_scalar(arg);
+                    let operand = self.operand(arg);
+                    site.tensors.push(operand);
+                }
+                Kind::Scalar => {
+                    self.infer(arg);
+                }
+                Kind::Axis | Kind::Index => site.ints.push(integer(arg)),
+                Kind::Flag => site.flags.push(match &arg.kind {
+                    ExprKind::Bool(b) => Some(b == "true"),
+                    _ => None,
+                }),
+                Kind::Dims => site.lists.push(match &arg.kind {
+                    ExprKind::List(items) => items.iter().map(|item| self.dim(item)).collect(),
+                    _ => Vec::new(),
+                }),
+                Kind::Rust => {}
+            }
+        }
+        if has_number {
+            return Shape::Unknown; // the expansion reports a number where a tensor belongs
+        }
+        self.apply(builtin.rule, &site, e)
+    }
+
+    fn apply(&mut self, rule: Rule, site: &Site, e: &Expr) -> Shape {
+        rules::apply(rule, site).unwrap_or_else(|message| {
+            self.errors.push(Error::new(e.span, message));
+            Shape::Unknown
+        })
+    }
+
+    fn operand(&mut self, e: &Expr) -> Operand {
+        let shape = self.infer(e);
+        let origin = match &e.kind {
+            ExprKind::Name(name) => self.env.get(&name.to_string()).map(|b| b.origin.clone()),
+            _ => None,
+        };
+        Operand { text: e.to_string(), shape, origin }
+    }
+
+    /// A dim of a `reshape` or `slice` list: a number, a declared symbol,
+    /// or a product; a Rust value is unknown.
+    fn dim(&self, e: &Expr) -> Dim {
+        match &e.kind {
+            ExprKind::Number(n) => n.int.map_or(Dim::Unknown, Dim::fixed),
+            ExprKind::Name(name) if self.symbols.contains(&name.to_string()) => Dim::sym(&name.to_string()),
+            ExprKind::Binary { op: crate::ast::BinOp::Mul, lhs, rhs, .. } => self.dim(lhs).times(&self.dim(rhs)),
+            _ => Dim::Unknown,
+        }
+    }
+
+    /// Whether `e` is a number (a literal, or arithmetic on numbers).
+    fn is_scalar(&self, e: &Expr) -> bool {
+        match &e.kind {
+            ExprKind::Number(_) => true,
+            ExprKind::Name(name) => self.env.get(&name.to_string()).is_some_and(|b| b.scalar),
+            ExprKind::Neg { operand, .. } => self.is_scalar(operand),
+            ExprKind::Binary { lhs, rhs, .. } => self.is_scalar(lhs) && self.is_scalar(rhs),
+            _ => false,
+        }
+    }
+}
+
+/// The value of an integer literal, negated or not.
+fn integer(e: &Expr) -> Option<i128> {
+    match &e.kind {
+        ExprKind::Number(n) if !n.is_float => n.int.and_then(|v| i128::try_from(v).ok()),
+        ExprKind::Neg { operand, .. } => integer(operand).map(|v| -v),
+        _ => None,
+    }
+}

@@ -1,0 +1,448 @@
+//! Code generation: one `::grad_runtime::g_*` call per DSL operation, each
+//! bound to a temporary (nested calls would borrow the tape twice) and
+//! spanned on the user's operator or function name, so the location a
+//! `GradError` records (`#[track_caller]`) is that sub-expression's.
+//!
+//! Operands have a kind: a `Var` (a sub-expression, a `let` or declared
+//! name), a number (a literal), or ambiguous (a free Rust identifier, a
+//! path, a `{ block }`: a `Var` or a scalar of the tape's type, which only
+//! the type checker knows). Known kinds become the direct call (`g_add`,
+//! `g_adds`, `g_muls`); ambiguous ones in `+ - * /` go through a helper of
+//! `grad_runtime::dsl` that dispatches on the type.
+
+use std::collections::HashMap;
+
+use proc_macro2::{Ident, Literal, Punct, Spacing, Span, TokenStream, TokenTree};
+use quote::{ToTokens, quote, quote_spanned};
+
+use crate::ast::{Arg, BinOp, Block, DeclDim, Expr, ExprKind, Number, Output};
+use crate::builtins::{self, Builtin, Kind};
+use crate::error::{Error, Errors, Result};
+
+/// An operand ready to pass.
+#[derive(Clone)]
+enum Value {
+    /// A `Var`: a temporary, a name, or (before binding) a call.
+    Var(TokenStream),
+    /// A number: `typed` is a `T` expression, `raw` the tokens as written
+    /// (what a user function receives, where `3` may be a `usize`).
+    Number { typed: TokenStream, raw: TokenStream },
+    /// A `Var` or a `T`, known only to the type checker.
+    Ambiguous(TokenStream),
+    /// `true` / `false`.
+    Flag(TokenStream),
+}
+
+/// What a name bound inside the block is.
+#[derive(Clone, Copy)]
+enum NameKind {
+    Var,
+    Number,
+    Ambiguous,
+}
+
+pub(crate) fn expand(block: &Block) -> Result<TokenStream> {
+    let mut ex = Expander {
+        tape: Ident::new("__tape", Span::mixed_site()),
+        names: HashMap::new(),
+        symbols: Vec::new(),
+        used_symbols: Vec::new(),
+        stmts: Vec::new(),
+        temps: 0,
+    };
+    for decl in &block.decls {
+        ex.names.insert(decl.name.to_string(), NameKind::Var);
+        for dim in &decl.dims {
+            if let DeclDim::Sym(sym) = dim
+                && !ex.symbols.contains(&sym.to_string())
+            {
+                ex.symbols.push(sym.to_string());
+            }
+        }
+    }
+    let mut errors = Errors::default();
+    for stmt in &block.stmts {
+        let name = &stmt.name;
+        let Some(value) = errors.keep(ex.value(&stmt.value)) else {
+            ex.names.insert(name.to_string(), NameKind::Ambiguous);
+            continue;
+        };
+        let kind = match &value {
+            Value::Var(_) => NameKind::Var,
+            Value::Number { .. } => NameKind::Number,
+            Value::Ambiguous(_) | Value::Flag(_) => NameKind::Ambiguous,
+        };
+        let tokens = match value {
+            Value::Var(t) | Value::Number { typed: t, .. } | Value::Ambiguous(t) | Value::Flag(t) => t,
+        };
+        ex.stmts.push(quote!(let #name = #tokens;));
+        ex.names.insert(name.to_string(), kind);
+    }
+    let tail = match &block.result {
+        Output::Single(e) => errors.keep(ex.value(e).and_then(|v| result(v, e))),
+        Output::Tuple(items) => {
+            let mut parts = Vec::new();
+            for e in items {
+                parts.extend(errors.keep(ex.value(e).and_then(|v| result(v, e))));
+            }
+            Some(quote!((#(#parts),*)))
+        }
+    };
+    let checks = ex.declaration_checks(block);
+    let tape = &ex.tape;
+    let tape_expr = &block.tape;
+    let as_tape = quote_spanned!(block.tape_span.first=> (#tape_expr).as_tape());
+    let stmts = &ex.stmts;
+    let expansion = quote! {
+        {
+            use ::grad_runtime::dsl::AsTape as _;
+            let #tape = #as_tape;
+            #checks
+            #(#stmts)*
+            #tail
+        }
+    };
+    errors.finish(expansion)
+}
+
+/// The block's value must be a `Var` (or a tuple of them).
+fn result(value: Value, e: &Expr) -> Result<TokenStream> {
+    match value {
+        Value::Var(t) | Value::Ambiguous(t) => Ok(t),
+        Value::Number { .. } | Value::Flag(_) => {
+            Err(Error::new(e.span, format!("grad! returns tensors (`Var`), but `{e}` is a number")))
+        }
+    }
+}
+
+struct Expander {
+    tape: Ident,
+    names: HashMap<String, NameKind>,
+    /// The declared symbols, in order of first appearance.
+    symbols: Vec<String>,
+    /// The symbols a `reshape` or `slice` list reads at run time.
+    used_symbols: Vec<String>,
+    stmts: Vec<TokenStream>,
+    temps: usize,
+}
+
+impl Expander {
+    /// The value of `e`; a call is returned unbound.
+    fn value(&mut self, e: &Expr) -> Result<Value> {
+        match &e.kind {
+            ExprKind::Name(ident) => Ok(match self.names.get(&ident.to_string()) {
+                Some(NameKind::Var) => Value::Var(ident.to_token_stream()),
+                Some(NameKind::Number) => {
+                    Value::Number { typed: ident.to_token_stream(), raw: ident.to_token_stream() }
+                }
+                Some(NameKind::Ambiguous) | None => Value::Ambiguous(ident.to_token_stream()),
+            }),
+            ExprKind::Number(n) => number(n, e),
+            ExprKind::Bool(b) => Ok(Value::Flag(b.to_token_stream())),
+            ExprKind::Rust(tokens) => Ok(Value::Ambiguous(tokens.clone())),
+            ExprKind::Neg { op, operand } => {
+                let value = self.operand(operand)?;
+                let tape = &self.tape;
+                match (&operand.kind, value) {
+                    (ExprKind::Number(n), _) => negative_number(n, *op, e),
+                    (_, Value::Var(x)) => Ok(Value::Var(quote_spanned!(*op=> ::grad_runtime::g_neg(#tape, #x)))),
+                    (_, Value::Number { typed, raw }) => Ok(Value::Number {
+                        typed: quote_spanned!(*op=> ::grad_runtime::dsl::sneg(#typed)),
+                        raw: quote_spanned!(*op=> -#raw),
+                    }),
+                    (_, Value::Ambiguous(x)) => {
+                        Ok(Value::Var(quote_spanned!(*op=> ::grad_runtime::dsl::neg(#tape, #x))))
+                    }
+                    (_, Value::Flag(_)) => Err(not_a_number(operand)),
+                }
+            }
+            ExprKind::Binary { op, op_span, lhs, rhs } => {
+                let (a, b) = (self.operand(lhs)?, self.operand(rhs)?);
+                self.binary(*op, *op_span, (a, lhs), (b, rhs))
+            }
+            ExprKind::Call { func, args, .. } => {
+                let builtin = func.ident().and_then(|name| builtins::resolve(&name.to_string(), args.len()).ok()?);
+                match builtin {
+                    Some(builtin) => self.builtin(builtin, func.span.first, args),
+                    None => self.user_call(func, args),
+                }
+            }
+            ExprKind::List(_) => Err(Error::new(e.span, "a list is only an argument of `reshape` or `slice`")),
+        }
+    }
+
+    /// The value of `e` as an operand: a call is bound to a temporary first.
+    fn operand(&mut self, e: &Expr) -> Result<Value> {
+        let value = self.value(e)?;
+        let Value::Var(tokens) = &value else { return Ok(value) };
+        if let [TokenTree::Ident(_)] = tokens.clone().into_iter().collect::<Vec<_>>().as_slice() {
+            return Ok(value);
+        }
+        let temp = Ident::new(&format!("__t{}", self.temps), Span::mixed_site());
+        self.temps += 1;
+        self.stmts.push(quote!(let #temp = #tokens;));
+        Ok(Value::Var(temp.into_token_stream()))
+    }
+
+    fn binary(&mut self, op: BinOp, span: Span, (a, ea): (Value, &Expr), (b, eb): (Value, &Expr)) -> Result<Value> {
+        use Value::{Ambiguous, Flag, Number, Var};
+        let tape = &self.tape;
+        let call = |f: &str, x: &TokenStream, y: &TokenStream| {
+            let f = Ident::new(f, span);
+            Value::Var(quote_spanned!(span=> ::grad_runtime::#f(#tape, #x, #y)))
+        };
+        let dsl = |f: &str, x: &TokenStream, y: &TokenStream| {
+            let f = Ident::new(f, span);
+            Value::Var(quote_spanned!(span=> ::grad_runtime::dsl::#f(#tape, #x, #y)))
+        };
+        if op == BinOp::MatMul {
+            return match (&a, &b) {
+                (Number { .. } | Flag(_), _) => Err(matmul_number(ea)),
+                (_, Number { .. } | Flag(_)) => Err(matmul_number(eb)),
+                (Var(x) | Ambiguous(x), Var(y) | Ambiguous(y)) => Ok(call("g_matmul", x, y)),
+            };
+        }
+        let name = match op {
+            BinOp::Add => "add",
+            BinOp::Sub => "sub",
+            BinOp::Mul => "mul",
+            BinOp::Div => "div",
+            BinOp::MatMul => unreachable!("handled above"),
+        };
+        Ok(match (&a, &b) {
+            (Flag(_), _) => return Err(not_a_number(ea)),
+            (_, Flag(_)) => return Err(not_a_number(eb)),
+            (Var(x), Var(y)) => call(builtins::operator(op).0, x, y),
+            (Var(x), Number { typed: s, .. }) => match op {
+                BinOp::Add => call("g_adds", x, s),
+                BinOp::Sub => call("g_adds", x, &negate(eb, s)),
+                BinOp::Mul => call("g_muls", x, s),
+                _ => dsl("divs", x, s),
+            },
+            (Number { typed: s, .. }, Var(x)) => match op {
+                BinOp::Add => call("g_adds", x, s),
+                BinOp::Sub => dsl("rsubs", s, x),
+                BinOp::Mul => call("g_muls", x, s),
+                _ => dsl("rdivs", s, x),
+            },
+            (Number { typed: s, .. }, Number { typed: t, .. }) => {
+                let f = Ident::new(&format!("s{name}"), span);
+                Number {
+                    typed: quote_spanned!(span=> ::grad_runtime::dsl::#f(#s, #t)),
+                    raw: quote_spanned!(span=> ::grad_runtime::dsl::#f(#s, #t)),
+                }
+            }
+            (Var(x) | Ambiguous(x) | Number { typed: x, .. }, Var(y) | Ambiguous(y) | Number { typed: y, .. }) => {
+                dsl(name, x, y)
+            }
+        })
+    }
+
+    fn builtin(&mut self, builtin: &Builtin, span: Span, args: &[Arg]) -> Result<Value> {
+        let mut passed = Vec::with_capacity(builtin.params.len());
+        let mut errors = Errors::default();
+        for (i, param) in builtin.params.iter().enumerate() {
+            let tokens = match args.get(i) {
+                None => param.default.unwrap_or_default().parse().expect("invariant: defaults are Rust tokens"),
+                Some(Arg::Rust(tokens, _)) => tokens.clone(),
+                Some(Arg::Expr(e)) => match errors.keep(self.argument(builtin, param.name, param.kind, e)) {
+                    Some(tokens) => tokens,
+                    None => continue,
+                },
+            };
+            passed.push(tokens);
+        }
+        errors.finish(())?;
+        let tape = &self.tape;
+        let f = Ident::new(builtin.func, span);
+        Ok(Value::Var(quote_spanned!(span=> ::grad_runtime::#f(#tape, #(#passed),*))))
+    }
+
+    fn argument(&mut self, builtin: &Builtin, param: &str, kind: Kind, e: &Expr) -> Result<TokenStream> {
+        let wrong = |what: &str| {
+            let message = format!("`{param}` of `{}` must be {what}, but `{e}` is not", builtin.name);
+            Error::new(e.span, message)
+        };
+        match kind {
+            Kind::Var => match self.operand(e)? {
+                Value::Var(t) | Value::Ambiguous(t) => Ok(t),
+                Value::Number { .. } | Value::Flag(_) => Err(wrong("a tensor")),
+            },
+            Kind::Scalar => match self.operand(e)? {
+                Value::Number { typed: t, .. } | Value::Ambiguous(t) => Ok(t),
+                Value::Var(_) | Value::Flag(_) => Err(wrong("a number")),
+            },
+            Kind::Axis | Kind::Index | Kind::Flag | Kind::Rust => as_written(e),
+            Kind::Dims => match &e.kind {
+                ExprKind::List(items) => {
+                    let dims: Vec<TokenStream> = items.iter().map(|item| self.size(item)).collect();
+                    Ok(quote_spanned!(e.span.first=> &[#(#dims),*]))
+                }
+                _ => Err(wrong("a list of sizes `[...]`")),
+            },
+        }
+    }
+
+    /// An entry of a dims list as a `usize` expression.
+    fn size(&mut self, e: &Expr) -> TokenStream {
+        match &e.kind {
+            ExprKind::Number(n) => {
+                let mut lit = Literal::u128_unsuffixed(n.int.unwrap_or_default());
+                lit.set_span(n.token.span());
+                lit.into_token_stream()
+            }
+            ExprKind::Name(ident) if self.symbols.contains(&ident.to_string()) => {
+                let name = ident.to_string();
+                if !self.used_symbols.contains(&name) {
+                    self.used_symbols.push(name.clone());
+                }
+                symbol_ident(&name).into_token_stream()
+            }
+            ExprKind::Binary { op: BinOp::Mul, op_span, lhs, rhs } => {
+                let (a, b) = (self.size(lhs), self.size(rhs));
+                quote_spanned!(*op_span=> (#a * #b))
+            }
+            _ => as_written(e).unwrap_or_else(|error| error.to_compile_error()),
+        }
+    }
+
+    fn user_call(&mut self, func: &crate::ast::Path, args: &[Arg]) -> Result<Value> {
+        let mut passed = Vec::with_capacity(args.len());
+        let mut errors = Errors::default();
+        for arg in args {
+            let Arg::Expr(e) = arg else { continue };
+            let value = errors.keep(self.operand(e));
+            passed.extend(value.map(|v| match v {
+                Value::Var(t) | Value::Ambiguous(t) | Value::Flag(t) | Value::Number { raw: t, .. } => t,
+            }));
+        }
+        errors.finish(())?;
+        let tape = &self.tape;
+        let path: TokenStream = func.tokens.iter().cloned().collect();
+        let span = func.span.first;
+        Ok(Value::Var(quote_spanned!(span=> #path(#tape, #(#passed),*))))
+    }
+
+    /// The run-time check of the declared shapes, once per execution: it
+    /// binds each symbol to the real size at its first occurrence.
+    fn declaration_checks(&self, block: &Block) -> TokenStream {
+        if block.decls.is_empty() {
+            return TokenStream::new();
+        }
+        let shapes = Ident::new("__shapes", Span::mixed_site());
+        let tape = &self.tape;
+        let symbols = &self.symbols;
+        let mut out = quote!(let mut #shapes = ::grad_runtime::dsl::Declared::new([#(#symbols),*]););
+        for decl in &block.decls {
+            let dims = decl.dims.iter().map(|d| match d {
+                DeclDim::Fixed(n, span) => {
+                    let mut n = Literal::u64_unsuffixed(*n);
+                    n.set_span(*span);
+                    quote_spanned!(*span=> ::grad_runtime::dsl::Dim::Fixed(#n))
+                }
+                DeclDim::Sym(sym) => {
+                    let index = self.symbols.iter().position(|s| sym == s).expect("collected above");
+                    let index = Literal::usize_unsuffixed(index);
+                    quote_spanned!(sym.span()=> ::grad_runtime::dsl::Dim::Sym(#index))
+                }
+                DeclDim::Any(span) => quote_spanned!(*span=> ::grad_runtime::dsl::Dim::Any),
+            });
+            let name = &decl.name;
+            let text = name.to_string();
+            out.extend(quote_spanned!(name.span()=> #shapes.check(#tape, #text, #name, &[#(#dims),*]);));
+        }
+        if !self.used_symbols.is_empty() {
+            let bound = self
+                .symbols
+                .iter()
+                .map(|s| if self.used_symbols.contains(s) { symbol_ident(s).into_token_stream() } else { quote!(_) });
+            out.extend(quote!(let [#(#bound),*] = #shapes.sizes();));
+        }
+        out
+    }
+}
+
+fn symbol_ident(name: &str) -> Ident {
+    Ident::new(&format!("__dim_{name}"), Span::mixed_site())
+}
+
+/// A literal as a scalar of the tape's type: `lit(2.0f32, 2.0f64)` reads
+/// the digits exactly as Rust would for either type.
+fn number(n: &Number, e: &Expr) -> Result<Value> {
+    scalar_literal(n, false, e)
+}
+
+fn negative_number(n: &Number, op: Span, e: &Expr) -> Result<Value> {
+    let Value::Number { typed, raw } = scalar_literal(n, true, e)? else { unreachable!("a number") };
+    let minus = TokenTree::Punct({
+        let mut p = Punct::new('-', Spacing::Alone);
+        p.set_span(op);
+        p
+    });
+    let mut raw_neg = TokenStream::from(minus);
+    raw_neg.extend(raw);
+    Ok(Value::Number { typed, raw: raw_neg })
+}
+
+fn scalar_literal(n: &Number, negative: bool, e: &Expr) -> Result<Value> {
+    let span = n.token.span();
+    let sign = if negative { quote_spanned!(span=> -) } else { TokenStream::new() };
+    let raw = n.token.to_token_stream();
+    let typed = match n.suffix.as_str() {
+        "f32" | "f64" => quote!(#sign #raw),
+        "" => {
+            let digits = n.float_digits().ok_or_else(|| Error::new(e.span, "this number is too large"))?;
+            let suffixed = |ty: &str| {
+                let mut lit: Literal = format!("{digits}{ty}").parse().expect("invariant: digits of a literal");
+                lit.set_span(span);
+                lit
+            };
+            let (single, double) = (suffixed("f32"), suffixed("f64"));
+            quote_spanned!(span=> ::grad_runtime::dsl::lit(#sign #single, #sign #double))
+        }
+        _ => {
+            let message = format!(
+                "`{}` is an integer; a scalar of the tape's float type is written `{}`",
+                n.token,
+                n.float_digits().unwrap_or_default()
+            );
+            return Err(Error::new(e.span, message));
+        }
+    };
+    Ok(Value::Number { typed, raw })
+}
+
+/// `-s` for a scalar operand (a literal's sign folded into it).
+fn negate(e: &Expr, typed: &TokenStream) -> TokenStream {
+    match &e.kind {
+        ExprKind::Number(n) => match scalar_literal(n, true, e) {
+            Ok(Value::Number { typed, .. }) => typed,
+            _ => quote!(::grad_runtime::dsl::sneg(#typed)),
+        },
+        _ => quote!(::grad_runtime::dsl::sneg(#typed)),
+    }
+}
+
+/// Tokens of an argument passed as written (an axis, a flag, a Rust value);
+/// the parser has checked that it is one of these forms.
+fn as_written(e: &Expr) -> Result<TokenStream> {
+    match &e.kind {
+        ExprKind::Name(ident) | ExprKind::Bool(ident) => Ok(ident.to_token_stream()),
+        ExprKind::Number(n) => Ok(n.token.to_token_stream()),
+        ExprKind::Rust(tokens) => Ok(tokens.clone()),
+        ExprKind::Neg { op, operand } => {
+            let inner = as_written(operand)?;
+            Ok(quote_spanned!(*op=> -#inner))
+        }
+        _ => Err(Error::new(e.span, format!("expected a number or a Rust value here, found `{e}`"))),
+    }
+}
+
+fn not_a_number(e: &Expr) -> Error {
+    Error::new(e.span, format!("`{e}` is a `bool`; arithmetic needs tensors or numbers"))
+}
+
+fn matmul_number(e: &Expr) -> Error {
+    let message = format!("`@` multiplies tensors, but `{e}` is a number; to scale a tensor use `*`");
+    Error::new(e.span, message)
+}

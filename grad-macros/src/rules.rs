@@ -1,0 +1,384 @@
+//! Shape rules: one function per [`Rule`], each computing the output shape
+//! of a call from its inputs' or explaining, for a person, why it cannot.
+//! An unknown input never causes an error; it makes the output unknown
+//! where it matters.
+
+use crate::builtins::Rule;
+use crate::shape::{self, Dim, Shape};
+
+/// A tensor argument as messages quote it.
+pub(crate) struct Operand {
+    /// The expression as written: `x @ w1`.
+    pub(crate) text: String,
+    pub(crate) shape: Shape,
+    /// Where a name's shape came from: `declared`, `from \`let h = ...\``.
+    pub(crate) origin: Option<String>,
+}
+
+/// What a rule sees of one call.
+pub(crate) struct Site {
+    /// The whole call as written: `softmax(x, 2)`, `x @ w`.
+    pub(crate) text: String,
+    /// The operator symbol or built-in name.
+    pub(crate) name: String,
+    /// The tensor arguments, in order.
+    pub(crate) tensors: Vec<Operand>,
+    /// The integer (axis) arguments, `None` when not a literal.
+    pub(crate) ints: Vec<Option<i128>>,
+    /// The flag arguments, `None` when not a literal.
+    pub(crate) flags: Vec<Option<bool>>,
+    /// The list arguments, entries unknown when not literal or symbolic.
+    pub(crate) lists: Vec<Vec<Dim>>,
+}
+
+type Outcome = Result<Shape, String>;
+
+pub(crate) fn apply(rule: Rule, site: &Site) -> Outcome {
+    match rule {
+        Rule::Same => Ok(site.tensors[0].shape.clone()),
+        Rule::Broadcast => broadcast(site),
+        Rule::MatMul => matmul(site),
+        Rule::Bmm => bmm(site),
+        Rule::Transpose => transpose(site),
+        Rule::Reshape => reshape(site),
+        Rule::ReduceAll => Ok(Shape::scalar()),
+        Rule::ReduceAxis => reduce_axis(site),
+        Rule::Softmax => softmax(site),
+        Rule::Slice => slice(site),
+        Rule::Concat => concat(site),
+        Rule::Loss => loss(site),
+        Rule::CrossEntropy => cross_entropy(site),
+        Rule::Embedding => embedding(site),
+        Rule::LayerNorm => layer_norm(site),
+    }
+}
+
+/// A message: a summary line, indented detail lines, and an optional help.
+fn message(summary: String, details: &[String], help: Option<String>) -> String {
+    let mut text = summary;
+    for line in details {
+        text.push_str("\n  ");
+        text.push_str(line);
+    }
+    if let Some(help) = help {
+        text.push_str("\nhelp: ");
+        text.push_str(&help);
+    }
+    text
+}
+
+/// `` `x` is [B, 3] `` plus where the shape came from.
+fn is(op: &Operand) -> String {
+    match &op.origin {
+        Some(origin) => format!("`{}` is {} ({origin})", op.text, op.shape),
+        None => format!("`{}` is {}", op.text, op.shape),
+    }
+}
+
+/// A note when a disagreement involves a symbol, which a newcomer may
+/// expect to match anything.
+fn symbol_note(a: &Dim, b: &Dim) -> Option<String> {
+    (a.has_symbol() || b.has_symbol()).then(|| {
+        format!(
+            "{a} and {b} are different dims: a symbol stands for one size throughout the block, never assumed equal \
+             to a number or to another symbol"
+        )
+    })
+}
+
+fn with_note(mut details: Vec<String>, note: Option<String>) -> Vec<String> {
+    details.extend(note);
+    details
+}
+
+fn known(op: &Operand) -> Option<&[Dim]> {
+    op.shape.dims()
+}
+
+fn broadcast(site: &Site) -> Outcome {
+    let (a, b) = (&site.tensors[0], &site.tensors[1]);
+    let (Some(da), Some(db)) = (known(a), known(b)) else { return Ok(Shape::Unknown) };
+    match shape::broadcast(da, db) {
+        Ok(dims) => Ok(Shape::Known(dims)),
+        Err((i, j)) => {
+            let verb = match site.name.as_str() {
+                "+" => "add",
+                "-" => "subtract",
+                "*" => "multiply",
+                _ => "divide",
+            };
+            let summary = format!("`{}`: cannot {verb} {} and {} elementwise", site.text, a.shape, b.shape);
+            let why = format!(
+                "aligned from the right, dim {i} of `{}` ({}) and dim {j} of `{}` ({}) differ, and neither is 1",
+                a.text, da[i], b.text, db[j]
+            );
+            let details = with_note(vec![is(a), is(b), why], symbol_note(&da[i], &db[j]));
+            let help = match (da.len(), db.len(), verb) {
+                (1, n, "add" | "subtract") if n >= 2 => Some(bias_help(b, a)),
+                (n, 1, "add" | "subtract") if n >= 2 => Some(bias_help(a, b)),
+                _ => None,
+            };
+            Err(message(summary, &details, help))
+        }
+    }
+}
+
+fn bias_help(full: &Operand, bias: &Operand) -> String {
+    let last = full.shape.dims().and_then(<[Dim]>::last).cloned().unwrap_or(Dim::Unknown);
+    format!("a bias added to {} has one entry per column: `{}` should be [{last}]", full.shape, bias.text)
+}
+
+fn matmul(site: &Site) -> Outcome {
+    let (a, b) = (&site.tensors[0], &site.tensors[1]);
+    let (Some(da), Some(db)) = (known(a), known(b)) else { return Ok(Shape::Unknown) };
+    if let Some(vector) = [a, b].into_iter().find(|op| op.shape.dims().is_some_and(|d| d.len() < 2)) {
+        let summary = format!("`{}`: a matrix product needs 2 or more dims on both sides", site.text);
+        let help = "to multiply every element by a number, use `*`".to_string();
+        return Err(message(summary, &[is(vector)], (vector.shape == Shape::scalar()).then_some(help)));
+    }
+    let (m, k) = (&da[da.len() - 2], &da[da.len() - 1]);
+    let (k2, n) = (&db[db.len() - 2], &db[db.len() - 1]);
+    if k.differs(k2) {
+        let right_dim = if db.len() == 2 { "the first dim" } else { "the second-to-last dim" };
+        let summary = format!("`{}`: the inner dims of this matrix product differ ({k} vs {k2})", site.text);
+        let why = format!("the last dim of `{}` ({k}) must equal {right_dim} of `{}` ({k2})", a.text, b.text);
+        let details = with_note(vec![is(a), is(b), why], symbol_note(k, k2));
+        return Err(message(summary, &details, transpose_help(a, b, "@")));
+    }
+    let batch = match shape::broadcast(&da[..da.len() - 2], &db[..db.len() - 2]) {
+        Ok(batch) => batch,
+        Err((i, j)) => {
+            let summary = format!("`{}`: the batch dims of this matrix product do not broadcast", site.text);
+            let why = format!("dim {i} of `{}` ({}) and dim {j} of `{}` ({}) differ", a.text, da[i], b.text, db[j]);
+            return Err(message(summary, &with_note(vec![is(a), is(b), why], symbol_note(&da[i], &db[j])), None));
+        }
+    };
+    let mut out = batch;
+    out.extend([m.clone(), n.clone()]);
+    Ok(Shape::Known(out))
+}
+
+/// Suggests the transpose (or the swap) that would make `a op b` fit.
+fn transpose_help(a: &Operand, b: &Operand, op: &str) -> Option<String> {
+    let (da, db) = (a.shape.dims()?, b.shape.dims()?);
+    let last = |d: &[Dim], k: usize| d[d.len() - k].clone();
+    let swapped = |d: &[Dim]| {
+        let mut t = d.to_vec();
+        let n = t.len();
+        t.swap(n - 2, n - 1);
+        Shape::Known(t)
+    };
+    let call = |e: &str, x: &str| if op == "@" { format!("{e} @ {x}") } else { format!("{op}({e}, {x})") };
+    if last(da, 1).same(&last(db, 1)) == Some(true) {
+        let fixed = call(&a.text, &format!("transpose({})", b.text));
+        return Some(format!("did you mean `{fixed}`? `transpose({})` is {}", b.text, swapped(db)));
+    }
+    if last(da, 2).same(&last(db, 2)) == Some(true) {
+        let fixed = call(&format!("transpose({})", a.text), &b.text);
+        return Some(format!("did you mean `{fixed}`? `transpose({})` is {}", a.text, swapped(da)));
+    }
+    if da.len() == db.len() && last(db, 1).same(&last(da, 2)) == Some(true) {
+        return Some(format!("did you mean `{}`, with the operands swapped?", call(&b.text, &a.text)));
+    }
+    None
+}
+
+fn bmm(site: &Site) -> Outcome {
+    let (a, b) = (&site.tensors[0], &site.tensors[1]);
+    let (Some(da), Some(db)) = (known(a), known(b)) else { return Ok(Shape::Unknown) };
+    if let Some(bad) = [a, b].into_iter().find(|op| op.shape.dims().is_some_and(|d| d.len() != 3)) {
+        let summary = format!("`{}`: bmm multiplies stacks of matrices, [batch, m, k] and [batch, k, n]", site.text);
+        let help = "for plain matrices use `@`".to_string();
+        return Err(message(summary, &[is(bad)], Some(help)));
+    }
+    if da[0].differs(&db[0]) {
+        let summary = format!("`{}`: the batch dims differ ({} vs {})", site.text, da[0], db[0]);
+        let why = "bmm pairs the i-th matrix of one stack with the i-th of the other".to_string();
+        return Err(message(summary, &with_note(vec![is(a), is(b), why], symbol_note(&da[0], &db[0])), None));
+    }
+    if da[2].differs(&db[1]) {
+        let summary = format!("`{}`: the inner dims differ ({} vs {})", site.text, da[2], db[1]);
+        let why = format!("the last dim of `{}` must equal the middle dim of `{}`", a.text, b.text);
+        let details = with_note(vec![is(a), is(b), why], symbol_note(&da[2], &db[1]));
+        return Err(message(summary, &details, transpose_help(a, b, "bmm")));
+    }
+    let batch = if da[0] == Dim::Unknown { db[0].clone() } else { da[0].clone() };
+    Ok(Shape::Known(vec![batch, da[1].clone(), db[2].clone()]))
+}
+
+fn transpose(site: &Site) -> Outcome {
+    let x = &site.tensors[0];
+    let Some(dims) = known(x) else { return Ok(Shape::Unknown) };
+    if dims.len() < 2 {
+        let summary = format!("`{}`: transpose swaps the last two dims, so it needs 2 or more", site.text);
+        return Err(message(summary, &[is(x)], None));
+    }
+    let mut out = dims.to_vec();
+    let n = out.len();
+    out.swap(n - 2, n - 1);
+    Ok(Shape::Known(out))
+}
+
+fn reshape(site: &Site) -> Outcome {
+    let x = &site.tensors[0];
+    let target = Shape::Known(site.lists[0].clone());
+    let (from, to) = (x.shape.elements(), target.elements());
+    if from.differs(&to) {
+        let summary = format!("`{}`: cannot reshape {} into {}", site.text, x.shape, target);
+        let why = format!("{} has {from} elements, {target} has {to}; a reshape keeps every element", x.shape);
+        return Err(message(summary, &[is(x), why], None));
+    }
+    Ok(target)
+}
+
+/// The axis argument, checked against `x`'s rank when both are known.
+fn checked_axis(site: &Site, x: &Operand, dims: &[Dim], axis: i128) -> Result<usize, String> {
+    shape::axis(axis, dims.len()).ok_or_else(|| {
+        let n = dims.len() as i128;
+        let summary = format!("`{}`: axis {axis} is out of range for a {n}-D input", site.text);
+        let valid = if n == 0 {
+            "a scalar has no axes".to_string()
+        } else {
+            format!("valid axes are {} to {}, and -1 is the last", -n, n - 1)
+        };
+        let help = (n > 0 && site.name.contains("softmax"))
+            .then(|| format!("for the last axis write `{}({}, -1)`", site.name, x.text));
+        message(summary, &[is(x), valid], help)
+    })
+}
+
+fn softmax(site: &Site) -> Outcome {
+    let x = &site.tensors[0];
+    if let (Some(dims), Some(axis)) = (known(x), site.ints[0]) {
+        checked_axis(site, x, dims, axis)?;
+    }
+    Ok(x.shape.clone())
+}
+
+fn reduce_axis(site: &Site) -> Outcome {
+    let x = &site.tensors[0];
+    let (Some(dims), Some(axis)) = (known(x), site.ints[0]) else { return Ok(Shape::Unknown) };
+    let axis = checked_axis(site, x, dims, axis)?;
+    let mut out = dims.to_vec();
+    match site.flags.first().copied().unwrap_or(Some(false)) {
+        Some(true) => out[axis] = Dim::fixed(1),
+        Some(false) => {
+            out.remove(axis);
+        }
+        None => return Ok(Shape::Unknown),
+    }
+    Ok(Shape::Known(out))
+}
+
+fn slice(site: &Site) -> Outcome {
+    let x = &site.tensors[0];
+    let (starts, stops) = (&site.lists[0], &site.lists[1]);
+    if starts.len() != stops.len() {
+        let summary = format!("`{}`: {} starts but {} stops", site.text, starts.len(), stops.len());
+        return Err(message(summary, &["slice takes one start and one stop per dim".to_string()], None));
+    }
+    let Some(dims) = known(x) else { return Ok(Shape::Unknown) };
+    if starts.len() != dims.len() {
+        let summary = format!("`{}`: {} starts and stops for a {}-D input", site.text, starts.len(), dims.len());
+        return Err(message(summary, &[is(x), "slice takes one start and one stop per dim".to_string()], None));
+    }
+    let mut out = Vec::with_capacity(dims.len());
+    for (axis, ((start, stop), len)) in starts.iter().zip(stops).zip(dims).enumerate() {
+        let fail = |why: String| {
+            let summary = format!("`{}`: the slice {start}..{stop} does not fit dim {axis} ({len})", site.text);
+            Err(message(summary, &[is(x), why], None))
+        };
+        if let (Some(a), Some(b)) = (start.value(), stop.value())
+            && a > b
+        {
+            return fail(format!("the start {a} is past the stop {b}"));
+        }
+        if let (Some(b), Some(n)) = (stop.value(), len.value())
+            && b > n
+        {
+            return fail(format!("the stop {b} is past the end of dim {axis}, which has {n} entries"));
+        }
+        out.push(stop.minus(start));
+    }
+    Ok(Shape::Known(out))
+}
+
+fn concat(site: &Site) -> Outcome {
+    let (a, b) = (&site.tensors[0], &site.tensors[1]);
+    let (Some(da), Some(db)) = (known(a), known(b)) else { return Ok(Shape::Unknown) };
+    if da.len() != db.len() {
+        let summary = format!("`{}`: cannot join a {}-D and a {}-D tensor", site.text, da.len(), db.len());
+        return Err(message(summary, &[is(a), is(b)], None));
+    }
+    let Some(axis) = site.ints[0] else { return Ok(Shape::Unknown) };
+    let Some(axis) = shape::axis(axis, da.len()).filter(|_| axis >= 0) else {
+        let summary = format!("`{}`: axis {axis} is out of range for {}-D inputs", site.text, da.len());
+        let valid = format!("valid axes are 0 to {}", da.len() as i128 - 1);
+        return Err(message(summary, &[is(a), is(b), valid], None));
+    };
+    if let Some(other) = (0..da.len()).find(|&i| i != axis && da[i].differs(&db[i])) {
+        let summary = format!(
+            "`{}`: joined along axis {axis}, the other dims must be equal, but dim {other} differs ({} vs {})",
+            site.text, da[other], db[other]
+        );
+        let details = with_note(vec![is(a), is(b)], symbol_note(&da[other], &db[other]));
+        let help = (da.len() == 2 && da[axis].same(&db[axis]) == Some(true) && other != axis)
+            .then(|| format!("to join along axis {other} instead, write `concat({}, {}, {other})`", a.text, b.text));
+        return Err(message(summary, &details, help));
+    }
+    let mut out: Vec<Dim> =
+        da.iter().zip(db).map(|(x, y)| if *x == Dim::Unknown { y.clone() } else { x.clone() }).collect();
+    out[axis] = da[axis].plus(&db[axis]);
+    Ok(Shape::Known(out))
+}
+
+fn loss(site: &Site) -> Outcome {
+    let (y, t) = (&site.tensors[0], &site.tensors[1]);
+    if let (Some(dy), Some(dt)) = (known(y), known(t)) {
+        let differs = dy.len() != dt.len() || dy.iter().zip(dt).any(|(a, b)| a.differs(b));
+        if differs {
+            let summary = format!("`{}`: the prediction and the target must have the same shape", site.text);
+            let why = format!("`{}` compares them element by element and never broadcasts", site.name);
+            return Err(message(summary, &[is(y), is(t), why], None));
+        }
+    }
+    Ok(Shape::scalar())
+}
+
+fn cross_entropy(site: &Site) -> Outcome {
+    let logits = &site.tensors[0];
+    if let Some(dims) = known(logits)
+        && dims.len() != 2
+    {
+        let summary = format!("`{}`: the logits must be 2-D, [n, classes]", site.text);
+        return Err(message(summary, &[is(logits)], None));
+    }
+    Ok(Shape::scalar())
+}
+
+fn embedding(site: &Site) -> Outcome {
+    let table = &site.tensors[0];
+    match known(table) {
+        Some([_, d]) => Ok(Shape::Known(vec![Dim::Unknown, d.clone()])),
+        Some(_) => {
+            let summary = format!("`{}`: the table must be 2-D, [vocabulary, dim]", site.text);
+            Err(message(summary, &[is(table)], None))
+        }
+        None => Ok(Shape::Unknown),
+    }
+}
+
+fn layer_norm(site: &Site) -> Outcome {
+    let x = &site.tensors[0];
+    let Some(last) = known(x).and_then(<[Dim]>::last) else { return Ok(x.shape.clone()) };
+    for param in &site.tensors[1..] {
+        if let Some(dims) = known(param)
+            && (dims.len() != 1 || dims[0].differs(last))
+        {
+            let summary =
+                format!("`{}`: `{}` must be [{last}], one entry per feature of `{}`", site.text, param.text, x.text);
+            return Err(message(summary, &[is(x), is(param)], None));
+        }
+    }
+    Ok(x.shape.clone())
+}
