@@ -12,6 +12,7 @@ pub const PIXELS: usize = 64;
 pub const CLASSES: usize = 10;
 
 /// Images scaled to `[0, 1]` (pixel / 16) and their labels.
+#[derive(Debug)]
 pub struct Digits {
     pub images: Array2<f32>,
     pub labels: Vec<usize>,
