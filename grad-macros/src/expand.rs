@@ -139,7 +139,7 @@ impl Expander {
             }),
             ExprKind::Number(n) => number(n, e),
             ExprKind::Bool(b) => Ok(Value::Flag(b.to_token_stream())),
-            ExprKind::Rust(tokens) => Ok(Value::Ambiguous(tokens.clone())),
+            ExprKind::Rust(tokens) => Ok(Value::Ambiguous(unbraced(tokens))),
             ExprKind::Neg { op, operand } => {
                 let value = self.operand(operand)?;
                 let tape = &self.tape;
@@ -232,9 +232,9 @@ impl Expander {
                     raw: quote_spanned!(span=> ::grad_runtime::dsl::#f(#s, #t)),
                 }
             }
-            (Var(x) | Ambiguous(x) | Number { typed: x, .. }, Var(y) | Ambiguous(y) | Number { typed: y, .. }) => {
-                dsl(name, x, y)
-            }
+            // One side is a free identifier: the helper dispatches on its
+            // type. A number is wrapped so that its type is inferred too.
+            _ => dsl(name, &dispatch_operand(&a), &dispatch_operand(&b)),
         })
     }
 
@@ -300,8 +300,10 @@ impl Expander {
             }
             ExprKind::Binary { op: BinOp::Mul, op_span, lhs, rhs } => {
                 let (a, b) = (self.size(lhs), self.size(rhs));
-                quote_spanned!(*op_span=> (#a * #b))
+                quote_spanned!(*op_span=> #a * #b)
             }
+            // A `{ block }` keeps its braces: it may be a factor of a product.
+            ExprKind::Rust(tokens) => tokens.clone(),
             _ => as_written(e).unwrap_or_else(|error| error.to_compile_error()),
         }
     }
@@ -429,13 +431,35 @@ fn as_written(e: &Expr) -> Result<TokenStream> {
     match &e.kind {
         ExprKind::Name(ident) | ExprKind::Bool(ident) => Ok(ident.to_token_stream()),
         ExprKind::Number(n) => Ok(n.token.to_token_stream()),
-        ExprKind::Rust(tokens) => Ok(tokens.clone()),
+        ExprKind::Rust(tokens) => Ok(unbraced(tokens)),
         ExprKind::Neg { op, operand } => {
             let inner = as_written(operand)?;
             Ok(quote_spanned!(*op=> -#inner))
         }
         _ => Err(Error::new(e.span, format!("expected a number or a Rust value here, found `{e}`"))),
     }
+}
+
+/// A number passed to a dispatching helper, as `Operand::Scalar(..)`.
+fn dispatch_operand(value: &Value) -> TokenStream {
+    match value {
+        Value::Number { typed, .. } => quote!(::grad_runtime::dsl::Operand::Scalar(#typed)),
+        Value::Var(t) | Value::Ambiguous(t) | Value::Flag(t) => t.clone(),
+    }
+}
+
+/// The expression inside a `{ block }` that is one expression (no `;`),
+/// which is how it is passed: braces around an argument would trip
+/// rustc's `unused_braces` lint in the user's code.
+fn unbraced(tokens: &TokenStream) -> TokenStream {
+    let trees: Vec<TokenTree> = tokens.clone().into_iter().collect();
+    if let [TokenTree::Group(g)] = trees.as_slice()
+        && g.delimiter() == proc_macro2::Delimiter::Brace
+        && !g.stream().into_iter().any(|t| matches!(&t, TokenTree::Punct(p) if p.as_char() == ';'))
+    {
+        return g.stream();
+    }
+    tokens.clone()
 }
 
 fn not_a_number(e: &Expr) -> Error {

@@ -20,6 +20,9 @@ mod pratt;
 mod rules;
 mod shape;
 
+#[cfg(test)]
+mod tests;
+
 use proc_macro::TokenStream;
 
 /// Records a block of tensor math on a tape: `grad!(tape; let y = relu(x @ w + b); mse(y, t))`.
