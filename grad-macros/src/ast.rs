@@ -277,20 +277,46 @@ fn write_operand(f: &mut fmt::Formatter<'_>, e: &Expr, parent: u8, right: bool) 
     }
 }
 
-/// Rust tokens as a person writes them: `self.w`, `cfg::SCALE`, `&ids`.
+/// Rust tokens as a person writes them: `self.w`, `cfg::SCALE`, `&ids`,
+/// `x: [B, 3]`, `let h = relu(x)`.
 pub(crate) fn tokens_text(tokens: TokenStream) -> String {
     let mut out = String::new();
-    let mut previous_word = false;
+    // Whether the next token is glued to the previous one (after `.`, `::`, `&`, an opening).
+    let mut glued = true;
     for tree in tokens {
-        let word = matches!(tree, TokenTree::Ident(_) | TokenTree::Literal(_));
-        if word && previous_word {
+        let text = match &tree {
+            TokenTree::Group(group) => {
+                let (open, close) = match group.delimiter() {
+                    proc_macro2::Delimiter::Parenthesis => ("(", ")"),
+                    proc_macro2::Delimiter::Bracket => ("[", "]"),
+                    proc_macro2::Delimiter::Brace => ("{ ", " }"),
+                    proc_macro2::Delimiter::None => ("", ""),
+                };
+                format!("{open}{}{close}", tokens_text(group.stream()))
+            }
+            other => other.to_string(),
+        };
+        let (space_before, glue_after) = match &tree {
+            TokenTree::Punct(p) => match p.as_char() {
+                '.' => (false, true),
+                ',' | ';' => (false, false),
+                ':' if p.spacing() == proc_macro2::Spacing::Joint => (false, true),
+                // The second `:` of `::` glues to the name after it; a lone `:` is spaced after.
+                ':' => (false, out.ends_with(':')),
+                '&' | '!' => (true, true),
+                _ => (true, false),
+            },
+            // A call or index binds to its callee: `f(x)`, `[a, b]` after `,` keeps its space.
+            TokenTree::Group(g) if g.delimiter() != proc_macro2::Delimiter::Brace => {
+                (!out.ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '!'), false)
+            }
+            _ => (true, false),
+        };
+        if !out.is_empty() && space_before && !glued {
             out.push(' ');
         }
-        match &tree {
-            TokenTree::Group(group) => out.push_str(&group.to_string()),
-            other => out.push_str(&other.to_string()),
-        }
-        previous_word = word || matches!(tree, TokenTree::Group(_));
+        out.push_str(&text);
+        glued = glue_after;
     }
     out
 }
@@ -329,5 +355,10 @@ mod tests {
         assert_eq!(tokens_text(tokens), "self.w");
         let tokens: TokenStream = "cfg::SCALE".parse().unwrap();
         assert_eq!(tokens_text(tokens), "cfg::SCALE");
+        for text in
+            ["x: [B, 3]", "let h = relu(x @ w)", "&mut rng", "::std::f32::consts::PI", "f(a, b).c", "{ n as f32 }"]
+        {
+            assert_eq!(tokens_text(text.parse().unwrap()), text);
+        }
     }
 }

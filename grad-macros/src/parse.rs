@@ -8,10 +8,10 @@ use std::collections::HashSet;
 
 use proc_macro2::{Delimiter, Span, TokenStream, TokenTree};
 
-use crate::ast::{Arg, Block, Decl, DeclDim, Expr, ExprKind, Let, Output};
+use crate::ast::{Arg, Block, Decl, DeclDim, Expr, ExprKind, Let, Output, tokens_text};
 use crate::builtins::{self, Kind};
 use crate::error::{Error, Errors, Result, SpanRange};
-use crate::pratt::{parse_expr, split_commas};
+use crate::pratt::{keyword, parse_expr, split_commas, two_char_operator};
 
 const EXAMPLE: &str = "`grad!(tape; let y = relu(x @ w + b); mse(y, t))`";
 
@@ -47,15 +47,16 @@ pub(crate) fn parse(input: TokenStream) -> Result<Block> {
 
     let mut errors = Errors::default();
     let (mut decls, mut stmts, mut result) = (Vec::new(), Vec::new(), None);
-    let mut first_code: Option<SpanRange> = None;
+    let mut first_code: Option<String> = None;
     for segment in &body {
         let is_last = std::ptr::eq(*segment, last);
         if is_declaration(segment.tokens) {
-            if let Some(code) = first_code {
-                let message = "shape declarations go first, before any `let` or expression";
-                let mut error = Error::new(segment.span(), message);
-                error.combine(Error::new(code, "... but this comes before them"));
-                errors.push(error);
+            if let Some(code) = &first_code {
+                let message = format!(
+                    "shape declarations go first, right after the tape: move `{}` before `{code}`",
+                    tokens_text(segment.tokens.iter().cloned().collect())
+                );
+                errors.push(Error::new(segment.span(), message));
             } else if let Some(parsed) = errors.keep(parse_decls(segment)) {
                 decls.extend(parsed);
             }
@@ -65,7 +66,7 @@ pub(crate) fn parse(input: TokenStream) -> Result<Block> {
             }
             continue;
         }
-        first_code.get_or_insert(segment.span());
+        first_code.get_or_insert_with(|| tokens_text(segment.tokens.iter().cloned().collect()));
         if starts_with(segment.tokens, "let") {
             if let Some(stmt) = errors.keep(parse_let(segment)) {
                 if is_last {
@@ -130,7 +131,10 @@ fn no_semicolon(only: &Segment) -> Error {
 /// Rejects a first part that is clearly not a tape (the tape was left out).
 fn check_tape(tape: &Segment) -> Result<()> {
     let missing = |what: &str| {
-        format!("missing tape: grad! starts with the tape to record on, then `;`, but this is {what}; as in {EXAMPLE}")
+        format!(
+            "missing tape: the first item of grad! is the tape to record on (a `Tape` or `&mut Tape`) and `;`, but \
+             this is {what}; as in {EXAMPLE}"
+        )
     };
     if tape.tokens.is_empty() {
         let span = tape.semi.expect("a `;` follows the tape");
@@ -227,7 +231,11 @@ fn parse_let(segment: &Segment) -> Result<Let> {
     let let_span = tokens[0].span();
     let name = match tokens.get(1) {
         Some(TokenTree::Ident(name)) if name == "mut" => {
-            let message = "`let mut` is not needed: a grad! name is bound once; write `let y = ...`";
+            let bound = match tokens.get(2) {
+                Some(TokenTree::Ident(bound)) => bound.to_string(),
+                _ => "y".to_string(),
+            };
+            let message = format!("`let mut` is not needed: a grad! name is bound once; write `let {bound} = ...`");
             return Err(Error::new(SpanRange::single(let_span).to(SpanRange::of(&tokens[1])), message));
         }
         Some(TokenTree::Ident(name)) => name.clone(),
@@ -280,18 +288,41 @@ fn parse_output(segment: &Segment) -> Result<Output> {
     Ok(Output::Single(expr))
 }
 
-/// The error for a part that is not the last but not a `let` either.
+/// The error for a part that is not the last but not a `let` either: an
+/// assignment, Rust control flow, or an expression whose value is lost.
 fn not_a_statement(segment: &Segment) -> Error {
-    let assigned = match segment.tokens {
-        [TokenTree::Ident(name), TokenTree::Punct(p), ..] if p.as_char() == '=' => Some(name),
-        _ => None,
-    };
-    let message = match assigned {
-        Some(name) => format!("assignment is not part of grad!: bind the name with `let {name} = ...`"),
-        None => "only the last item of grad! is its result; every item before it must be a `let` statement \
-                 (`let name = expression`) or a shape declaration"
-            .to_string(),
-    };
+    let tokens = segment.tokens;
+    if let Some(TokenTree::Ident(first)) = tokens.first()
+        && let Some(message) = keyword(&first.to_string())
+    {
+        return Error::at(first.span(), message);
+    }
+    for (i, tree) in tokens.iter().enumerate() {
+        let TokenTree::Punct(p) = tree else { continue };
+        let joint = p.spacing() == proc_macro2::Spacing::Joint;
+        match (p.as_char(), tokens.get(i + 1)) {
+            (c, Some(TokenTree::Punct(next))) if joint && next.as_char() == '=' && c != '=' && c != '!' => {
+                let pair = format!("{c}=");
+                if let Some(message) = two_char_operator(&pair) {
+                    return Error::new(SpanRange { first: p.span(), last: next.span() }, message);
+                }
+            }
+            ('=', _) if !joint => {
+                let name = match tokens.first() {
+                    Some(TokenTree::Ident(name)) if i == 1 => name.to_string(),
+                    _ => "name".to_string(),
+                };
+                let message = format!("assignment is not part of grad!: bind the value with `let {name} = ...`");
+                return Error::new(segment.span(), message);
+            }
+            _ => {}
+        }
+    }
+    let text = tokens_text(tokens.iter().cloned().collect());
+    let message = format!(
+        "this value is thrown away: only the last item of grad! is returned, and the items before it must be \
+         `let` statements; to keep it, write `let name = {text}`"
+    );
     Error::new(segment.span(), message)
 }
 
@@ -390,15 +421,15 @@ fn argument_message(func: &str, param: &str, kind: Kind, arg: &Expr) -> String {
 }
 
 fn arity_error(name: &str, given: usize, method: bool, rows: &[&builtins::Builtin], call: &Expr) -> Error {
-    let counts = |b: &builtins::Builtin| match (b.required(), b.params.len()) {
+    let fewest = rows.iter().map(|b| b.required()).min().unwrap_or_default();
+    let most = rows.iter().map(|b| b.params.len()).max().unwrap_or_default();
+    let takes = match (fewest, most) {
         (1, 1) => "1 argument".to_string(),
         (r, n) if r == n => format!("{n} arguments"),
         (r, n) => format!("{r} to {n} arguments"),
     };
     let forms: Vec<String> = rows.iter().map(|b| format!("`{}`", b.usage())).collect();
-    let takes: Vec<String> = rows.iter().map(|b| counts(b)).collect();
-    let mut message =
-        format!("`{name}` takes {}, as in {}, but this call gives {given}", takes.join(" or "), forms.join(" or "));
+    let mut message = format!("`{name}` takes {takes}, as in {}, but this call gives {given}", forms.join(" or "));
     if method {
         message.push_str(&format!(" (counting the receiver: `x.{name}(...)` is `{name}(x, ...)`)"));
     }

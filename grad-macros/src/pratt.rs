@@ -348,9 +348,9 @@ pub(crate) fn call_args(group: &Group, builtin: Option<&str>, offset: usize) -> 
 }
 
 /// The message for a two-character operator that grad! does not have.
-fn two_char_operator(pair: &str) -> Option<String> {
+pub(crate) fn two_char_operator(pair: &str) -> Option<String> {
     let message = match pair {
-        "**" => "`**` is not an operator in grad! (nor in Rust): for a square write `x * x`".to_string(),
+        "**" => "`**` is not an operator in grad! (nor in Rust): for a power write `pow(x, 2)`".to_string(),
         "==" | "!=" | "<=" | ">=" => format!("comparisons like `{pair}` are not part of grad!: {OPERATORS}"),
         "&&" | "||" => format!("logical operators like `{pair}` are not part of grad!: {OPERATORS}"),
         "+=" | "-=" | "*=" | "/=" | "%=" | "^=" | "&=" | "|=" => {
@@ -366,8 +366,10 @@ fn two_char_operator(pair: &str) -> Option<String> {
 fn one_char_operator(c: char) -> String {
     match c {
         '%' => format!("`%` (remainder) is not an operator in grad!: {OPERATORS}"),
-        '^' => "`^` is not an operator in grad! (in Rust it is bitwise xor, not a power): for a square write `x * x`"
-            .to_string(),
+        '^' => {
+            "`^` is not an operator in grad! (in Rust it is bitwise xor, not a power): for a power write `pow(x, 2)`"
+                .to_string()
+        }
         '=' => "assignment is not part of grad!: bind a new name with `let y = ...`".to_string(),
         '<' | '>' => format!("comparisons like `{c}` are not part of grad!: {OPERATORS}"),
         _ => format!("`{c}` is not an operator in grad!: {OPERATORS}"),
@@ -383,12 +385,13 @@ fn prefix_punct(c: char) -> String {
             .to_string(),
         '!' => "`!` is not part of grad!: to negate a tensor write `-x`".to_string(),
         '|' => "closures are not part of grad!: write a Rust function and call it, `f(x)`".to_string(),
+        '*' | '/' | '@' => format!("`{c}` needs an operand on its left: expected an expression before it"),
         c => format!("expected an expression, found `{c}`"),
     }
 }
 
 /// The message for a Rust keyword where a DSL expression must start.
-fn keyword(name: &str) -> Option<String> {
+pub(crate) fn keyword(name: &str) -> Option<String> {
     let message = match name {
         "let" => "`let` starts a statement: end the previous one with `;`".to_string(),
         "if" | "match" | "loop" | "while" | "for" | "return" | "break" | "continue" | "fn" | "move" | "unsafe"

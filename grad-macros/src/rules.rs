@@ -76,14 +76,22 @@ fn is(op: &Operand) -> String {
 }
 
 /// A note when a disagreement involves a symbol, which a newcomer may
-/// expect to match anything.
+/// expect to match any size.
 fn symbol_note(a: &Dim, b: &Dim) -> Option<String> {
-    (a.has_symbol() || b.has_symbol()).then(|| {
-        format!(
-            "{a} and {b} are different dims: a symbol stands for one size throughout the block, never assumed equal \
-             to a number or to another symbol"
-        )
-    })
+    match (a.has_symbol(), b.has_symbol()) {
+        (true, true) => Some(format!(
+            "{a} and {b} are different symbols: each stands for one size throughout the block, and two symbols \
+             are never assumed equal"
+        )),
+        (true, false) | (false, true) => {
+            let (symbol, number) = if a.has_symbol() { (a, b) } else { (b, a) };
+            Some(format!(
+                "{symbol} is a symbol: it stands for one size throughout the block and is never assumed equal to \
+                 {number}; declare both with the same symbol or the same number"
+            ))
+        }
+        (false, false) => None,
+    }
 }
 
 fn with_note(mut details: Vec<String>, note: Option<String>) -> Vec<String> {
@@ -131,10 +139,16 @@ fn bias_help(full: &Operand, bias: &Operand) -> String {
 fn matmul(site: &Site) -> Outcome {
     let (a, b) = (&site.tensors[0], &site.tensors[1]);
     let (Some(da), Some(db)) = (known(a), known(b)) else { return Ok(Shape::Unknown) };
-    if let Some(vector) = [a, b].into_iter().find(|op| op.shape.dims().is_some_and(|d| d.len() < 2)) {
+    for (vector, left) in [(a, true), (b, false)] {
+        let Some(dims) = vector.shape.dims().filter(|d| d.len() < 2) else { continue };
         let summary = format!("`{}`: a matrix product needs 2 or more dims on both sides", site.text);
-        let help = "to multiply every element by a number, use `*`".to_string();
-        return Err(message(summary, &[is(vector)], (vector.shape == Shape::scalar()).then_some(help)));
+        let help = match dims {
+            [] => "to multiply every element by a number, use `*`".to_string(),
+            [d] if left => format!("to use the vector as a row, reshape it: `reshape({}, [1, {d}])`", vector.text),
+            [d] => format!("to use the vector as a column, reshape it: `reshape({}, [{d}, 1])`", vector.text),
+            _ => unreachable!("fewer than 2 dims"),
+        };
+        return Err(message(summary, &[is(vector)], Some(help)));
     }
     let (m, k) = (&da[da.len() - 2], &da[da.len() - 1]);
     let (k2, n) = (&db[db.len() - 2], &db[db.len() - 1]);
@@ -335,11 +349,16 @@ fn concat(site: &Site) -> Outcome {
 fn loss(site: &Site) -> Outcome {
     let (y, t) = (&site.tensors[0], &site.tensors[1]);
     if let (Some(dy), Some(dt)) = (known(y), known(t)) {
-        let differs = dy.len() != dt.len() || dy.iter().zip(dt).any(|(a, b)| a.differs(b));
-        if differs {
-            let summary = format!("`{}`: the prediction and the target must have the same shape", site.text);
-            let why = format!("`{}` compares them element by element and never broadcasts", site.name);
-            return Err(message(summary, &[is(y), is(t), why], None));
+        let summary = format!("`{}`: the prediction and the target must have the same shape", site.text);
+        let why = format!("`{}` compares them element by element and never broadcasts", site.name);
+        if dy.len() != dt.len() {
+            let ranks = format!("`{}` has {} dims and `{}` has {}", y.text, dy.len(), t.text, dt.len());
+            return Err(message(summary, &[is(y), is(t), ranks, why], None));
+        }
+        if let Some(i) = (0..dy.len()).find(|&i| dy[i].differs(&dt[i])) {
+            let which = format!("dim {i} differs ({} vs {})", dy[i], dt[i]);
+            let details = with_note(vec![is(y), is(t), which, why], symbol_note(&dy[i], &dt[i]));
+            return Err(message(summary, &details, None));
         }
     }
     Ok(Shape::scalar())
@@ -351,7 +370,12 @@ fn cross_entropy(site: &Site) -> Outcome {
         && dims.len() != 2
     {
         let summary = format!("`{}`: the logits must be 2-D, [n, classes]", site.text);
-        return Err(message(summary, &[is(logits)], None));
+        let help = (dims.len() > 2 && !dims.contains(&Dim::Unknown)).then(|| {
+            let rows = dims[..dims.len() - 1].iter().map(ToString::to_string).collect::<Vec<_>>().join(" * ");
+            let last = &dims[dims.len() - 1];
+            format!("flatten the leading dims first: `reshape({}, [{rows}, {last}])`", logits.text)
+        });
+        return Err(message(summary, &[is(logits)], help));
     }
     Ok(Shape::scalar())
 }

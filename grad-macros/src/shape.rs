@@ -95,10 +95,11 @@ impl fmt::Display for Dim {
             Dim::Unknown => write!(f, "_"),
             Dim::Known { coef, syms } if syms.is_empty() => write!(f, "{coef}"),
             Dim::Known { coef, syms } => {
+                write!(f, "{}", syms.join(" * "))?;
                 if *coef != 1 {
-                    write!(f, "{coef} * ")?;
+                    write!(f, " * {coef}")?;
                 }
-                write!(f, "{}", syms.join(" * "))
+                Ok(())
             }
         }
     }
@@ -200,14 +201,14 @@ mod tests {
         let bt = Dim::sym("T").times(&Dim::sym("B"));
         assert_eq!(bt, Dim::sym("B").times(&Dim::sym("T")));
         assert_eq!(bt.to_string(), "B * T");
-        assert_eq!(Dim::fixed(2).times(&Dim::sym("B")).to_string(), "2 * B");
-        assert_eq!(Dim::sym("B").plus(&Dim::sym("B")).to_string(), "2 * B");
+        assert_eq!(Dim::fixed(2).times(&Dim::sym("B")).to_string(), "B * 2");
+        assert_eq!(Dim::sym("B").plus(&Dim::sym("B")).to_string(), "B * 2");
         assert_eq!(Dim::sym("B").plus(&Dim::fixed(1)), Dim::Unknown);
         assert!(Dim::sym("B").differs(&Dim::sym("N")));
         assert!(Dim::sym("B").differs(&Dim::fixed(64)));
         assert_eq!(Dim::sym("B").same(&Dim::Unknown), None);
         assert_eq!(Dim::fixed(u128::MAX).times(&Dim::fixed(2)), Dim::Unknown);
-        assert_eq!(Shape::Known(s("B, 784")).elements().to_string(), "784 * B");
+        assert_eq!(Shape::Known(s("B, 784")).elements().to_string(), "B * 784");
     }
 
     #[test]
