@@ -1,0 +1,133 @@
+//! `grad!` at run time: the check of declared shapes against the real
+//! inputs (once per execution of the block), and the location a failing
+//! op reports, which is the DSL sub-expression's, not the macro's.
+
+use grad_runtime::{ErrorKind, GradError, Tape, grad};
+use ndarray::{Array1, Array2};
+
+/// The 1-based column of the first `needle` on `line` of this file.
+fn column_of(line: u32, needle: &str) -> u32 {
+    let text = include_str!("macro_runtime.rs").lines().nth(line as usize - 1).expect("a line of this file");
+    text.find(needle).map(|c| c as u32 + 1).unwrap_or_else(|| panic!("`{needle}` not on line {line}: {text}"))
+}
+
+fn error_of(tape: &Tape<f32>) -> GradError {
+    tape.error().cloned().expect("the tape holds an error")
+}
+
+#[test]
+fn a_declared_shape_that_the_input_contradicts_poisons_the_tape() {
+    let mut tape = Tape::<f32>::new();
+    let x = tape.constant(Array2::<f32>::zeros((64, 783)));
+    let w = tape.param(Array2::<f32>::zeros((784, 10)));
+    let line = line!() + 1;
+    let y = grad!(tape; x: [B, 784], w: [784, 10]; relu(x @ w));
+
+    let err = error_of(&tape);
+    assert_eq!(err.op(), "grad!");
+    assert_eq!(
+        err.kind(),
+        &ErrorKind::DeclaredShape {
+            input: "x".to_string(),
+            declared: "[B, 784] with B = 64".to_string(),
+            problem: "dim 1 is 783".to_string(),
+        }
+    );
+    assert_eq!(err.shapes(), &[vec![64, 783]]);
+    assert_eq!((err.location().line(), err.location().column()), (line, column_of(line, "x: [B")));
+    assert_eq!(err.location().file(), file!());
+    let message = err.to_string();
+    assert!(
+        message
+            .starts_with("grad!: input `x` was declared [B, 784] with B = 64, but dim 1 is 783; input [64, 783] (at "),
+        "{message}"
+    );
+
+    // Poisoned: the block's ops did nothing, and backward reports the declaration.
+    assert!(y.is_poisoned());
+    assert_eq!(tape.backward(y).unwrap_err(), err);
+}
+
+#[test]
+fn a_symbol_bound_by_one_input_is_checked_in_the_others() {
+    let mut tape = Tape::<f32>::new();
+    let x = tape.constant(Array2::<f32>::zeros((64, 784)));
+    let t = tape.constant(Array2::<f32>::zeros((32, 10)));
+    let w = tape.param(Array2::<f32>::zeros((784, 10)));
+    let line = line!() + 1;
+    let _loss = grad!(tape; x: [B, 784], w: [784, 10], t: [B, 10]; mse(x @ w, t));
+
+    let err = error_of(&tape);
+    let message = err.to_string();
+    assert!(
+        message.starts_with(
+            "grad!: input `t` was declared [B, 10] with B = 64 (bound by `x`), but dim 0 is 32; input [32, 10]"
+        ),
+        "{message}"
+    );
+    assert_eq!(err.location().column(), column_of(line, "t: [B"));
+}
+
+#[test]
+fn a_wrong_number_of_dims_is_reported() {
+    let mut tape = Tape::<f32>::new();
+    let b = tape.param(Array1::<f32>::zeros(10));
+    let _y = grad!(tape; b: [1, 10]; relu(b));
+    let message = error_of(&tape).to_string();
+    assert!(message.starts_with("grad!: input `b` was declared [1, 10], but it has 1 dim; input [10]"), "{message}");
+}
+
+#[test]
+fn symbols_are_bound_afresh_at_every_execution() {
+    let mut tape = Tape::<f32>::new();
+    let w = tape.param(Array2::<f32>::ones((4, 2)));
+    let mark = tape.mark();
+    for batch in [64, 32, 1] {
+        let x = tape.constant(Array2::<f32>::ones((batch, 4)));
+        let t = tape.constant(Array2::<f32>::zeros((batch, 2)));
+        let loss =
+            grad!(tape; x: [B, 4], w: [4, 2], t: [B, 2]; let y = x @ w; mse(reshape(y, [B * 2]), reshape(t, [B * 2])));
+        tape.backward(loss).unwrap_or_else(|e| panic!("batch {batch}: {e}"));
+        assert_eq!(tape.scalar(loss), 16.0);
+        tape.reset_to(mark);
+    }
+}
+
+#[test]
+fn a_failing_op_reports_the_location_of_its_dsl_sub_expression() {
+    let mut tape = Tape::<f32>::new();
+    let x = tape.constant(Array2::<f32>::zeros((64, 784)));
+    let w = tape.param(Array2::<f32>::zeros((783, 10)));
+    let b = tape.param(Array1::<f32>::zeros(10));
+    let line = line!() + 1;
+    let _y = grad!(tape; let h = relu(x + b); sigmoid(h @ w));
+    // `x + b` ([64, 784] + [10]) fails first; its location is the `+`.
+    let err = error_of(&tape);
+    assert_eq!(err.op(), "g_add");
+    assert_eq!((err.location().line(), err.location().column()), (line, column_of(line, "+ b")));
+    assert_eq!(err.location().file(), file!());
+
+    let mut tape = Tape::<f32>::new();
+    let x = tape.constant(Array2::<f32>::zeros((64, 784)));
+    let w = tape.param(Array2::<f32>::zeros((783, 10)));
+    let line = line!() + 1;
+    let _y = grad!(tape; let h = relu(x); sigmoid(h @ w));
+    let err = error_of(&tape);
+    assert_eq!(err.op(), "g_matmul");
+    assert_eq!(err.kind(), &ErrorKind::InnerDim { left: 784, right: 783 });
+    assert_eq!((err.location().line(), err.location().column()), (line, column_of(line, "@ w")));
+
+    let mut tape = Tape::<f32>::new();
+    let x = tape.constant(Array2::<f32>::zeros((64, 10)));
+    let line = line!() + 1;
+    let _y = grad!(tape; let h = relu(x); softmax(h, 2));
+    let err = error_of(&tape);
+    assert_eq!(err.op(), "g_softmax");
+    assert_eq!(err.location().column(), column_of(line, "softmax"));
+
+    let mut tape = Tape::<f32>::new();
+    let x = tape.constant(Array2::<f32>::zeros((64, 10)));
+    let line = line!() + 1;
+    let _y = grad!(tape; let h = relu(x); h.softmax(-3));
+    assert_eq!(error_of(&tape).location().column(), column_of(line, "softmax"), "the method's name");
+}
