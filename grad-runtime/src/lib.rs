@@ -46,6 +46,7 @@ mod var;
 
 pub use error::{ErrorKind, GradError};
 pub use float::Float;
+#[doc = include_str!("grad_macro.md")]
 pub use grad_macros::grad;
 pub use ops::binary::{g_add, g_div, g_mul, g_sub};
 pub use ops::dropout::g_dropout;
