@@ -4,9 +4,9 @@
 //!
 //! The pipeline reads as three stages, each a module testable on
 //! `proc_macro2::TokenStream` without a compiler:
-//! [`parse`] (the block, with the Pratt parser in [`pratt`]) →
-//! [`check`] (the shape pass, with the rules in [`rules`]) →
-//! [`expand`] (code generation). [`builtins`] is the one table of built-in
+//! `parse.rs` (the block, with the Pratt parser in `pratt.rs`) →
+//! `check.rs` (the shape pass, with the rules in `rules.rs`) →
+//! `expand.rs` (code generation, with `operand.rs`). `builtins.rs` is the one table of built-in
 //! functions all three read. Every mistake is a spanned `compile_error!`,
 //! several at once when they are independent; the macro never panics.
 
@@ -15,6 +15,7 @@ mod builtins;
 mod check;
 mod error;
 mod expand;
+mod operand;
 mod parse;
 mod pratt;
 mod rules;

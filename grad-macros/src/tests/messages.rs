@@ -111,6 +111,7 @@ fn shapes_are_inferred_through_every_rule() {
         "tape; x: [_, 10], t: [N, 10]; mse(x, t)",
         "tape; x: [B, 10]; mse(x, y)",
         "tape; x: [B, 10]; reshape(x, [rows, 10])",
+        "tape; f(x, 3usize, -2, 2.5f32)",
     ];
     for input in accepted {
         assert!(run(input).is_ok(), "`{input}` was rejected: {:?}", run(input).err().map(|e| e.messages().to_vec()));

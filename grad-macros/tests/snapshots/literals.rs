@@ -11,47 +11,53 @@ fn expansion() {
             ),
             x,
         );
-        (
-            ::grad_runtime::g_adds(
-                __tape,
-                __t0,
+        let __t1 = ::grad_runtime::g_adds(
+            __tape,
+            __t0,
+            ::grad_runtime::dsl::lit(1.0f32, 1.0f64),
+        );
+        let __t2 = ::grad_runtime::dsl::sub(
+            __tape,
+            x,
+            ::grad_runtime::dsl::Operand::Scalar(
+                ::grad_runtime::dsl::lit(0.5f32, 0.5f64),
+            ),
+        );
+        let __t3 = ::grad_runtime::dsl::sub(
+            __tape,
+            ::grad_runtime::dsl::Operand::Scalar(
                 ::grad_runtime::dsl::lit(1.0f32, 1.0f64),
             ),
-            ::grad_runtime::dsl::sub(
-                __tape,
-                x,
-                ::grad_runtime::dsl::Operand::Scalar(
-                    ::grad_runtime::dsl::lit(0.5f32, 0.5f64),
-                ),
+            x,
+        );
+        let __t4 = ::grad_runtime::dsl::div(
+            __tape,
+            ::grad_runtime::dsl::Operand::Scalar(
+                ::grad_runtime::dsl::lit(2.0f32, 2.0f64),
             ),
-            ::grad_runtime::dsl::sub(
-                __tape,
-                ::grad_runtime::dsl::Operand::Scalar(
-                    ::grad_runtime::dsl::lit(1.0f32, 1.0f64),
-                ),
-                x,
+            x,
+        );
+        let __t5 = ::grad_runtime::dsl::div(
+            __tape,
+            x,
+            ::grad_runtime::dsl::Operand::Scalar(
+                ::grad_runtime::dsl::lit(2.0f32, 2.0f64),
             ),
-            ::grad_runtime::dsl::div(
-                __tape,
-                ::grad_runtime::dsl::Operand::Scalar(
-                    ::grad_runtime::dsl::lit(2.0f32, 2.0f64),
-                ),
-                x,
+        );
+        let __t6 = ::grad_runtime::dsl::mul(
+            __tape,
+            ::grad_runtime::dsl::Operand::Scalar(
+                ::grad_runtime::dsl::lit(-3.0f32, -3.0f64),
             ),
-            ::grad_runtime::dsl::div(
-                __tape,
-                x,
-                ::grad_runtime::dsl::Operand::Scalar(
-                    ::grad_runtime::dsl::lit(2.0f32, 2.0f64),
-                ),
-            ),
-            ::grad_runtime::dsl::mul(
-                __tape,
-                ::grad_runtime::dsl::Operand::Scalar(
-                    ::grad_runtime::dsl::lit(-3.0f32, -3.0f64),
-                ),
-                x,
-            ),
+            x,
+        );
+        (
+            __t1,
+            __t2,
+            __t3,
+            __t4,
+            __t5,
+            __t6,
             ::grad_runtime::dsl::mul(
                 __tape,
                 x,
