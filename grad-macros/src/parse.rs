@@ -122,7 +122,7 @@ fn no_semicolon(only: &Segment) -> Error {
         format!("missing body: after the tape, write `;` and what to compute, as in {EXAMPLE}")
     } else {
         format!(
-            "missing tape: grad! starts with the tape to record on (a `Tape` or `&mut Tape`) and `;`, as in {EXAMPLE}"
+            "missing tape: the first item of grad! is the tape to record on (a `Tape` or `&mut Tape`) and `;`, as in {EXAMPLE}"
         )
     };
     Error::new(only.span(), message)
