@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Rng, check_finite_differences};
+use common::{Rng, check_finite_differences, grads_of_sum, integers};
 use grad_runtime::*;
 use ndarray::{ArrayD, IxDyn, array};
 
@@ -40,25 +40,6 @@ fn check_binary_broadcasting(name: &str, op: Binary, positive_rhs: bool) {
     }
 }
 
-/// Runs `f` on a fresh f64 tape with `inputs` as parameters, backward of
-/// `sum(output)`, and returns the gradients.
-fn grads_of_sum(inputs: &[ArrayD<f64>], f: impl Fn(&mut Tape<f64>, &[Var]) -> Var) -> Vec<ArrayD<f64>> {
-    let mut tape = Tape::<f64>::new();
-    let vars: Vec<Var> = inputs.iter().map(|x| tape.param(x)).collect();
-    let out = f(&mut tape, &vars);
-    let loss = g_sum(&mut tape, out);
-    tape.backward(loss).unwrap();
-    vars.iter().map(|&v| tape.grad(v).to_owned()).collect()
-}
-
-fn integers(shape: &[usize], offset: f64) -> ArrayD<f64> {
-    let mut k = offset;
-    ArrayD::from_shape_fn(IxDyn(shape), |_| {
-        k += 1.0;
-        k
-    })
-}
-
 #[test]
 fn add_broadcasting_finite_differences() {
     check_binary_broadcasting("g_add", g_add, false);
@@ -67,10 +48,10 @@ fn add_broadcasting_finite_differences() {
 #[test]
 fn add_gradient_counts_how_often_each_element_was_used() {
     // d/db sum(a + b) for b broadcast over 4 rows is exactly 4.
-    let g = grads_of_sum(&[integers(&[4, 3], 0.0), integers(&[3], 0.0)], |tp, v| g_add(tp, v[0], v[1]));
+    let g = grads_of_sum(&[integers(&[4, 3], 1.0), integers(&[3], 1.0)], |tp, v| g_add(tp, v[0], v[1]));
     assert_eq!(g[0], ArrayD::ones(IxDyn(&[4, 3])));
     assert_eq!(g[1], ArrayD::from_elem(IxDyn(&[3]), 4.0));
-    let g = grads_of_sum(&[integers(&[2, 1, 3], 0.0), integers(&[4, 1], 0.0)], |tp, v| g_add(tp, v[0], v[1]));
+    let g = grads_of_sum(&[integers(&[2, 1, 3], 1.0), integers(&[4, 1], 1.0)], |tp, v| g_add(tp, v[0], v[1]));
     assert_eq!(g[0], ArrayD::from_elem(IxDyn(&[2, 1, 3]), 4.0));
     assert_eq!(g[1], ArrayD::from_elem(IxDyn(&[4, 1]), 6.0));
 }
@@ -82,11 +63,11 @@ fn sub_broadcasting_finite_differences() {
 
 #[test]
 fn sub_gradient_is_exactly_minus_the_use_count_for_the_right_operand() {
-    let g = grads_of_sum(&[integers(&[3, 1], 0.0), integers(&[1, 4], 0.0)], |tp, v| g_sub(tp, v[0], v[1]));
+    let g = grads_of_sum(&[integers(&[3, 1], 1.0), integers(&[1, 4], 1.0)], |tp, v| g_sub(tp, v[0], v[1]));
     assert_eq!(g[0], ArrayD::from_elem(IxDyn(&[3, 1]), 4.0));
     assert_eq!(g[1], ArrayD::from_elem(IxDyn(&[1, 4]), -3.0));
     // x - x is constant: its gradient is exactly zero.
-    let g = grads_of_sum(&[integers(&[5], 0.5)], |tp, v| g_sub(tp, v[0], v[0]));
+    let g = grads_of_sum(&[integers(&[5], 1.5)], |tp, v| g_sub(tp, v[0], v[0]));
     assert_eq!(g[0], ArrayD::zeros(IxDyn(&[5])));
 }
 
@@ -105,7 +86,7 @@ fn mul_of_a_tensor_with_itself_has_gradient_exactly_two_x() {
 #[test]
 fn mul_broadcast_gradient_is_the_sum_of_the_other_operand() {
     // d/db sum(a * b) with b: [3] broadcast over a: [4, 3] = column sums of a (exact on integers).
-    let a = integers(&[4, 3], 0.0);
+    let a = integers(&[4, 3], 1.0);
     let g = grads_of_sum(&[a.clone(), array![2.0, 3.0, 5.0].into_dyn()], |tp, v| g_mul(tp, v[0], v[1]));
     assert_eq!(g[1], a.sum_axis(ndarray::Axis(0)));
     assert_eq!(g[0], array![[2.0, 3.0, 5.0]].broadcast((4, 3)).unwrap().into_dyn().to_owned());
@@ -125,7 +106,7 @@ fn div_gradients_are_exact_reciprocals() {
     assert_eq!(g[0], array![0.5, 0.25, 2.0].into_dyn());
     assert_eq!(g[1], array![-0.75, 0.3125, -28.0].into_dyn());
     // x / x is constant: the two contributions cancel exactly.
-    let g = grads_of_sum(&[integers(&[4], 0.0)], |tp, v| g_div(tp, v[0], v[0]));
+    let g = grads_of_sum(&[integers(&[4], 1.0)], |tp, v| g_div(tp, v[0], v[0]));
     assert_eq!(g[0], ArrayD::zeros(IxDyn(&[4])));
 }
 

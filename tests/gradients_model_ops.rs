@@ -5,38 +5,9 @@
 
 mod common;
 
-use common::{Rng as TestRng, check_finite_differences};
+use common::{Rng as TestRng, check_finite_differences, forward, grads_with, integers};
 use grad_runtime::*;
 use ndarray::{ArrayD, IxDyn, array, s};
-
-fn grads_with(
-    inputs: &[ArrayD<f64>],
-    cotangent: &ArrayD<f64>,
-    f: impl Fn(&mut Tape<f64>, &[Var]) -> Var,
-) -> Vec<ArrayD<f64>> {
-    let mut tape = Tape::<f64>::new();
-    let vars: Vec<Var> = inputs.iter().map(|x| tape.param(x)).collect();
-    let out = f(&mut tape, &vars);
-    assert!(tape.is_ok(), "{:?}", tape.error());
-    tape.backward_with(out, cotangent).unwrap();
-    vars.iter().map(|&v| tape.grad(v).to_owned()).collect()
-}
-
-fn forward(inputs: &[ArrayD<f64>], f: impl Fn(&mut Tape<f64>, &[Var]) -> Var) -> ArrayD<f64> {
-    let mut tape = Tape::<f64>::new();
-    let vars: Vec<Var> = inputs.iter().map(|x| tape.constant(x)).collect();
-    let out = f(&mut tape, &vars);
-    assert!(tape.is_ok(), "{:?}", tape.error());
-    tape.value(out).to_owned()
-}
-
-fn integers(shape: &[usize]) -> ArrayD<f64> {
-    let mut k = 0.0;
-    ArrayD::from_shape_fn(IxDyn(shape), |_| {
-        k += 1.0;
-        k
-    })
-}
 
 #[test]
 fn axis_reductions_finite_differences_on_every_axis() {
@@ -57,7 +28,7 @@ fn axis_reductions_finite_differences_on_every_axis() {
 
 #[test]
 fn axis_reductions_have_exact_gradients_and_shapes() {
-    let x = integers(&[2, 3, 4]);
+    let x = integers(&[2, 3, 4], 1.0);
     let g = grads_with(std::slice::from_ref(&x), &ArrayD::ones(IxDyn(&[2, 4])), |tp, v| g_sum_axis(tp, v[0], 1, false));
     assert_eq!(g[0], ArrayD::ones(IxDyn(&[2, 3, 4])));
     let g =
@@ -221,7 +192,7 @@ fn embedding_finite_differences_and_accumulation_of_repeated_ids() {
     let table = TestRng::new(45).normal_array(&[5, 3]);
     let program = |tp: &mut Tape<f64>, v: &[Var]| g_embedding(tp, v[0], &[4, 0, 4, 2, 4]);
     check_finite_differences("g_embedding", &program, &[table], 6);
-    let cot = integers(&[4, 2]);
+    let cot = integers(&[4, 2], 1.0);
     let g = grads_with(&[ArrayD::zeros(IxDyn(&[3, 2]))], &cot, |tp, v| g_embedding(tp, v[0], &[2, 2, 0, 2]));
     assert_eq!(g[0], array![[5.0, 6.0], [0.0, 0.0], [1.0 + 3.0 + 7.0, 2.0 + 4.0 + 8.0]].into_dyn());
 }
@@ -277,9 +248,9 @@ fn batched_matmul_finite_differences_for_every_broadcast_pattern() {
 
 #[test]
 fn batched_matmul_equals_one_matmul_per_batch_entry() {
-    let a = integers(&[2, 3, 4]);
-    let w = integers(&[4, 5]).mapv(|v| v - 10.0);
-    let cot = integers(&[2, 3, 5]).mapv(|v| (v % 7.0) - 3.0);
+    let a = integers(&[2, 3, 4], 1.0);
+    let w = integers(&[4, 5], 1.0).mapv(|v| v - 10.0);
+    let cot = integers(&[2, 3, 5], 1.0).mapv(|v| (v % 7.0) - 3.0);
     let batched = grads_with(&[a.clone(), w.clone()], &cot, |tp, v| g_matmul(tp, v[0], v[1]));
     let mut gw_sum = ArrayD::zeros(IxDyn(&[4, 5]));
     for i in 0..2 {

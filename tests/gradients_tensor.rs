@@ -3,30 +3,9 @@
 
 mod common;
 
-use common::{Rng, check_finite_differences};
+use common::{Rng, check_finite_differences, grads_with, integers};
 use grad_runtime::*;
 use ndarray::{Array2, ArrayD, Axis, IxDyn, array, s};
-
-/// Gradients of `sum(f(inputs) * cotangent)` with `inputs` as parameters.
-fn grads_with(
-    inputs: &[ArrayD<f64>],
-    cotangent: &ArrayD<f64>,
-    f: impl Fn(&mut Tape<f64>, &[Var]) -> Var,
-) -> Vec<ArrayD<f64>> {
-    let mut tape = Tape::<f64>::new();
-    let vars: Vec<Var> = inputs.iter().map(|x| tape.param(x)).collect();
-    let out = f(&mut tape, &vars);
-    tape.backward_with(out, cotangent).unwrap();
-    vars.iter().map(|&v| tape.grad(v).to_owned()).collect()
-}
-
-fn integers(shape: &[usize]) -> ArrayD<f64> {
-    let mut k = 0.0;
-    ArrayD::from_shape_fn(IxDyn(shape), |_| {
-        k += 1.0;
-        k
-    })
-}
 
 fn scalar(x: f64) -> ArrayD<f64> {
     ArrayD::from_elem(IxDyn(&[]), x)
@@ -44,9 +23,9 @@ fn sum_and_mean_finite_differences() {
 
 #[test]
 fn sum_gradient_is_the_seed_everywhere_and_mean_divides_by_the_count() {
-    let g = grads_with(&[integers(&[2, 3, 4])], &scalar(1.5), |tp, v| g_sum(tp, v[0]));
+    let g = grads_with(&[integers(&[2, 3, 4], 1.0)], &scalar(1.5), |tp, v| g_sum(tp, v[0]));
     assert_eq!(g[0], ArrayD::from_elem(IxDyn(&[2, 3, 4]), 1.5));
-    let g = grads_with(&[integers(&[2, 4])], &scalar(1.0), |tp, v| g_mean(tp, v[0]));
+    let g = grads_with(&[integers(&[2, 4], 1.0)], &scalar(1.0), |tp, v| g_mean(tp, v[0]));
     assert_eq!(g[0], ArrayD::from_elem(IxDyn(&[2, 4]), 0.125));
 }
 
@@ -80,7 +59,7 @@ fn matmul_and_bmm_finite_differences() {
 #[test]
 fn matmul_gradients_of_a_sum_are_row_and_column_sums() {
     // d/dA sum(A @ B) = ones @ Bᵀ: every row is B's row sums; d/dB = Aᵀ @ ones.
-    let (a, b) = (integers(&[3, 4]), integers(&[4, 2]));
+    let (a, b) = (integers(&[3, 4], 1.0), integers(&[4, 2], 1.0));
     let g = grads_with(&[a.clone(), b.clone()], &ArrayD::ones(IxDyn(&[3, 2])), |tp, v| g_matmul(tp, v[0], v[1]));
     let b_row_sums = b.sum_axis(Axis(1));
     let a_col_sums = a.sum_axis(Axis(0));
@@ -94,7 +73,7 @@ fn matmul_gradients_of_a_sum_are_row_and_column_sums() {
 
 #[test]
 fn bmm_gradient_of_each_batch_is_that_batchs_matmul_gradient() {
-    let (a, b) = (integers(&[2, 3, 4]), integers(&[2, 4, 5]).mapv(|v| v - 20.0));
+    let (a, b) = (integers(&[2, 3, 4], 1.0), integers(&[2, 4, 5], 1.0).mapv(|v| v - 20.0));
     let cot = Rng::new(9).normal_array(&[2, 3, 5]).mapv(f64::round);
     let g = grads_with(&[a.clone(), b.clone()], &cot, |tp, v| g_bmm(tp, v[0], v[1]));
     for i in 0..2 {
@@ -125,30 +104,30 @@ fn layout_ops_finite_differences() {
 
 #[test]
 fn layout_gradients_move_the_cotangent_back_exactly() {
-    let x = integers(&[2, 3, 4]);
-    let cot = integers(&[2, 4, 3]).mapv(|v| v * 10.0);
+    let x = integers(&[2, 3, 4], 1.0);
+    let cot = integers(&[2, 4, 3], 1.0).mapv(|v| v * 10.0);
     let g = grads_with(std::slice::from_ref(&x), &cot, |tp, v| g_transpose(tp, v[0]));
     assert_eq!(g[0], cot.view().permuted_axes(IxDyn(&[0, 2, 1])));
 
-    let cot = integers(&[6, 4]);
+    let cot = integers(&[6, 4], 1.0);
     let g = grads_with(std::slice::from_ref(&x), &cot, |tp, v| g_reshape(tp, v[0], &[6, 4]));
     assert_eq!(g[0], cot.to_shape(IxDyn(&[2, 3, 4])).unwrap());
 
-    let cot = integers(&[2, 2, 2]);
+    let cot = integers(&[2, 2, 2], 1.0);
     let g = grads_with(std::slice::from_ref(&x), &cot, |tp, v| g_slice(tp, v[0], &[0, 1, 2], &[2, 3, 4]));
     let mut want = ArrayD::zeros(IxDyn(&[2, 3, 4]));
     want.slice_mut(s![.., 1..3, 2..4]).assign(&cot);
     assert_eq!(g[0], want);
 
-    let cot = integers(&[5, 3]);
-    let g = grads_with(&[integers(&[2, 3]), integers(&[3, 3])], &cot, |tp, v| g_concat(tp, v[0], v[1], 0));
+    let cot = integers(&[5, 3], 1.0);
+    let g = grads_with(&[integers(&[2, 3], 1.0), integers(&[3, 3], 1.0)], &cot, |tp, v| g_concat(tp, v[0], v[1], 0));
     assert_eq!(g[0], cot.slice(s![..2, ..]).into_dyn());
     assert_eq!(g[1], cot.slice(s![2.., ..]).into_dyn());
 }
 
 #[test]
 fn layout_forward_values_match_ndarray() {
-    let x = integers(&[2, 3, 4]);
+    let x = integers(&[2, 3, 4], 1.0);
     let mut tape = Tape::<f64>::new();
     let v = tape.constant(&x);
     let t = g_transpose(&mut tape, v);

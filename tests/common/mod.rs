@@ -5,33 +5,20 @@
 use grad_runtime::{Tape, Var};
 use ndarray::{ArrayD, IxDyn};
 
-/// SplitMix64: a tiny, seedable, dependency-free generator; the tests only
-/// need reproducible, well-spread numbers.
-pub struct Rng(u64);
+/// The runtime's seeded generator plus the array helpers the tests need.
+pub struct Rng(grad_runtime::Rng);
 
 impl Rng {
     pub fn new(seed: u64) -> Self {
-        Rng(seed)
+        Rng(grad_runtime::Rng::new(seed))
     }
 
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1).
     pub fn uniform(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+        self.0.uniform()
     }
 
-    /// Standard normal (Box-Muller).
     pub fn normal(&mut self) -> f64 {
-        let u1 = 1.0 - self.uniform();
-        let u2 = self.uniform();
-        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+        self.0.normal()
     }
 
     pub fn normal_array(&mut self, shape: &[usize]) -> ArrayD<f64> {
@@ -50,6 +37,44 @@ impl Rng {
     }
 }
 
+/// Gradients of `sum(f(inputs) * cotangent)` with `inputs` as parameters.
+pub fn grads_with(
+    inputs: &[ArrayD<f64>],
+    cotangent: &ArrayD<f64>,
+    f: impl Fn(&mut Tape<f64>, &[Var]) -> Var,
+) -> Vec<ArrayD<f64>> {
+    run_with_grads(&f, inputs, cotangent).1
+}
+
+/// Gradients of `sum(f(inputs))`, through `g_sum` and a plain `backward`.
+pub fn grads_of_sum(inputs: &[ArrayD<f64>], f: impl Fn(&mut Tape<f64>, &[Var]) -> Var) -> Vec<ArrayD<f64>> {
+    let mut tape = Tape::<f64>::new();
+    let vars: Vec<Var> = inputs.iter().map(|x| tape.param(x)).collect();
+    let out = f(&mut tape, &vars);
+    let loss = grad_runtime::g_sum(&mut tape, out);
+    tape.backward(loss).expect("program must run cleanly");
+    vars.iter().map(|&v| tape.grad(v).to_owned()).collect()
+}
+
+/// The value of `f(inputs)` with `inputs` as constants.
+pub fn forward(inputs: &[ArrayD<f64>], f: impl Fn(&mut Tape<f64>, &[Var]) -> Var) -> ArrayD<f64> {
+    let mut tape = Tape::<f64>::new();
+    let vars: Vec<Var> = inputs.iter().map(|x| tape.constant(x)).collect();
+    let out = f(&mut tape, &vars);
+    assert!(tape.is_ok(), "{:?}", tape.error());
+    tape.value(out).to_owned()
+}
+
+/// `first, first + 1, ...` in row-major order: inputs whose sums and
+/// products are exact, for identities checked to the bit.
+pub fn integers(shape: &[usize], first: f64) -> ArrayD<f64> {
+    let mut next = first;
+    ArrayD::from_shape_fn(IxDyn(shape), |_| {
+        next += 1.0;
+        next - 1.0
+    })
+}
+
 /// Builds a program on a fresh tape from its inputs (all registered as
 /// parameters) and returns its output.
 pub type Program<'a> = &'a dyn Fn(&mut Tape<f64>, &[Var]) -> Var;
@@ -64,6 +89,7 @@ pub fn run_with_grads(
     let mut tape = Tape::<f64>::new();
     let vars: Vec<Var> = inputs.iter().map(|x| tape.param(x)).collect();
     let out = program(&mut tape, &vars);
+    assert!(tape.is_ok(), "program failed: {:?}", tape.error());
     tape.backward_with(out, cotangent).expect("program must run cleanly");
     let value = tape.value(out).to_owned();
     let grads = vars.iter().map(|&v| tape.grad(v).to_owned()).collect();

@@ -34,22 +34,7 @@ pub fn g_matmul<T: Float>(tp: &mut Tape<T>, a: Var, b: Var) -> Var {
     let Some([a, b]) = tp.resolve(NAME, [a, b], location) else {
         return tp.poisoned_var();
     };
-    let plan = match Plan::new(tp.shape(a), tp.shape(b)) {
-        Ok(plan) => plan,
-        Err(kind) => return tp.fail(NAME, kind, &[a, b], location),
-    };
-    let mut out = tp.output(plan.out_shape.clone());
-    let (va, vb) = (&tp.nodes[a].value.data, &tp.nodes[b].value.data);
-    plan.for_each_product(tp.shape(a), tp.shape(b), |ia, ib, io| {
-        let (m, k, n) = (plan.m, plan.k, plan.n);
-        gemm(
-            matrix(&va[ia..ia + m * k], m, k),
-            matrix(&vb[ib..ib + k * n], k, n),
-            &mut out.data[io..io + m * n],
-            false,
-        );
-    });
-    tp.push(Op::MatMul(a, b), out)
+    product(tp, NAME, a, b, Op::MatMul, location)
 }
 
 /// The batched product of `a: [batch, m, k]` and `b: [batch, k, n]`, giving
@@ -76,23 +61,32 @@ pub fn g_bmm<T: Float>(tp: &mut Tape<T>, a: Var, b: Var) -> Var {
     if let Some(kind) = kind {
         return tp.fail(NAME, kind, &[a, b], location);
     }
-    // Same shapes as a batched g_matmul, whose kernels it shares.
+    // Beyond those checks, the shapes of a batched g_matmul: its kernels serve.
+    product(tp, NAME, a, b, Op::Bmm, location)
+}
+
+/// Plans `a @ b`, records the error if the shapes do not fit, else runs
+/// one GEMM per matrix product and appends the node.
+fn product<T: Float>(
+    tp: &mut Tape<T>,
+    name: &'static str,
+    a: NodeId,
+    b: NodeId,
+    op: fn(NodeId, NodeId) -> Op<T>,
+    location: &'static Location<'static>,
+) -> Var {
     let plan = match Plan::new(tp.shape(a), tp.shape(b)) {
         Ok(plan) => plan,
-        Err(kind) => return tp.fail(NAME, kind, &[a, b], location),
+        Err(kind) => return tp.fail(name, kind, &[a, b], location),
     };
     let mut out = tp.output(plan.out_shape.clone());
     let (va, vb) = (&tp.nodes[a].value.data, &tp.nodes[b].value.data);
+    let (m, k, n) = (plan.m, plan.k, plan.n);
     plan.for_each_product(tp.shape(a), tp.shape(b), |ia, ib, io| {
-        let (m, k, n) = (plan.m, plan.k, plan.n);
-        gemm(
-            matrix(&va[ia..ia + m * k], m, k),
-            matrix(&vb[ib..ib + k * n], k, n),
-            &mut out.data[io..io + m * n],
-            false,
-        );
+        let (a, b) = (matrix(&va[ia..ia + m * k], m, k), matrix(&vb[ib..ib + k * n], k, n));
+        gemm(a, b, &mut out.data[io..io + m * n], false);
     });
-    tp.push(Op::Bmm(a, b), out)
+    tp.push(op(a, b), out)
 }
 
 /// How a product of two shapes decomposes into GEMMs.

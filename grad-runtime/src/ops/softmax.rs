@@ -89,20 +89,14 @@ pub(crate) fn softmax_backward<T: Float>(
     x: NodeId,
     axis: usize,
 ) {
-    if !sink.wants(x) {
-        return;
-    }
-    let (g, y) = (&g.data, &out.data);
-    let lanes = AxisLanes::new(out.shape(), axis);
-    let mut contribution = sink.pool.take(g.len());
-    lanes.for_each(|_, start| {
+    // y * (g - sum(g * y)) along each lane.
+    lane_backward(sink, g, out, x, axis, |g, y, lanes, start, dx| {
         let at = |j: usize| start + j * lanes.inner;
         let dot = (0..lanes.len).fold(T::zero(), |s, j| s + g[at(j)] * y[at(j)]);
         for j in 0..lanes.len {
-            contribution[at(j)] = y[at(j)] * (g[at(j)] - dot);
+            dx[at(j)] = y[at(j)] * (g[at(j)] - dot);
         }
     });
-    sink.add(x, contribution);
 }
 
 pub(crate) fn log_softmax_backward<T: Float>(
@@ -112,18 +106,31 @@ pub(crate) fn log_softmax_backward<T: Float>(
     x: NodeId,
     axis: usize,
 ) {
-    if !sink.wants(x) {
-        return;
-    }
-    let (g, y) = (&g.data, &out.data);
-    let lanes = AxisLanes::new(out.shape(), axis);
-    let mut contribution = sink.pool.take(g.len());
-    lanes.for_each(|_, start| {
+    // g - exp(y) * sum(g) along each lane.
+    lane_backward(sink, g, out, x, axis, |g, y, lanes, start, dx| {
         let at = |j: usize| start + j * lanes.inner;
         let total = (0..lanes.len).fold(T::zero(), |s, j| s + g[at(j)]);
         for j in 0..lanes.len {
-            contribution[at(j)] = g[at(j)] - y[at(j)].exp() * total;
+            dx[at(j)] = g[at(j)] - y[at(j)].exp() * total;
         }
     });
+}
+
+/// Runs `rule(g, y, lanes, start, dx)` on every lane along `axis` (the
+/// lane's elements sit at `start + j * lanes.inner`) and adds `dx` to `x`'s gradient.
+fn lane_backward<T: Float>(
+    sink: &mut GradSink<'_, T>,
+    g: &Tensor<T>,
+    out: &Tensor<T>,
+    x: NodeId,
+    axis: usize,
+    rule: impl Fn(&[T], &[T], AxisLanes, usize, &mut [T]),
+) {
+    if !sink.wants(x) {
+        return;
+    }
+    let lanes = AxisLanes::new(out.shape(), axis);
+    let mut contribution = sink.pool.take(g.len());
+    lanes.for_each(|_, start| rule(&g.data, &out.data, lanes, start, &mut contribution));
     sink.add(x, contribution);
 }
