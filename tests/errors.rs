@@ -107,6 +107,8 @@ fn reshape_to_a_different_element_count_is_an_error() {
     let error = error_of(&[&[2, 3, 4]], |tp, v| g_reshape(tp, v[0], &[5, 5]));
     assert_eq!(error.kind(), &ErrorKind::ElementCount { from: 24, to: 25 });
     assert_message(&error, "g_reshape", &["24 elements", "25", "[2, 3, 4]"]);
+    let error = error_of(&[&[2, 3, 4]], |tp, v| g_reshape(tp, v[0], &[usize::MAX, 3]));
+    assert_eq!(error.kind(), &ErrorKind::ElementCount { from: 24, to: usize::MAX }, "an overflowing shape is refused");
 }
 
 #[test]

@@ -45,7 +45,9 @@ pub fn g_reshape<T: Float>(tp: &mut Tape<T>, x: Var, shape: &[usize]) -> Var {
     let Some([x]) = tp.resolve(NAME, [x], location) else {
         return tp.poisoned_var();
     };
-    let (from, to) = (tp.value_of(x).len(), shape.iter().product::<usize>());
+    let from = tp.value_of(x).len();
+    // A product that overflows is no element count any tensor has.
+    let to = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d)).unwrap_or(usize::MAX);
     if from != to {
         return tp.fail(NAME, ErrorKind::ElementCount { from, to }, &[x], location);
     }
