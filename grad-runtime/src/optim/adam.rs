@@ -3,7 +3,7 @@
 use std::panic::Location;
 
 use crate::error::GradError;
-use crate::optim::registry::{Domain, Registry, running_power};
+use crate::optim::registry::{Domain, Registry, moments_of, moments_of_mut, running_power};
 use crate::{Float, Tape, Var};
 
 /// Adam (Kingma & Ba), with each parameter's own L2 coefficient `alpha`
@@ -97,6 +97,8 @@ pub struct Adam<T: Float = f32> {
     moments: Vec<T>,
 }
 
+registry_methods!(Adam);
+
 impl<T: Float> Adam<T> {
     /// An Adam optimizer with learning rate `lr`, β1 = 0.9, β2 = 0.999,
     /// ε = 1e-8 and no parameter yet.
@@ -158,42 +160,10 @@ impl<T: Float> Adam<T> {
         Ok(())
     }
 
-    /// Clips by global norm from now on: before each update, if the L2 norm
-    /// of all raw gradients exceeds `max_norm` (finite, `> 0`), each is
-    /// scaled by `max_norm / norm`; the L2 term is added after, unclipped.
-    #[track_caller]
-    pub fn set_clip(&mut self, max_norm: f64) -> Result<(), GradError> {
-        self.registry.set_clip("Adam::set_clip", max_norm, Location::caller())
-    }
-
-    /// The clipping threshold, if clipping is set.
-    pub fn clip(&self) -> Option<f64> {
-        self.registry.max_norm()
-    }
-
-    /// The learning rate the next step uses.
-    pub fn lr(&self) -> f64 {
-        self.registry.lr()
-    }
-
-    /// Changes the learning rate for the following steps (a schedule);
-    /// finite and `>= 0`, else an error and the rate is unchanged.
-    #[track_caller]
-    pub fn set_lr(&mut self, lr: f64) -> Result<(), GradError> {
-        self.registry.set_lr("Adam::set_lr", lr, Location::caller())
-    }
-
-    /// How many steps were taken: the `t` of the last step's bias correction.
-    pub fn steps(&self) -> u64 {
-        self.registry.steps()
-    }
-
     /// The first and second moments `(m, v)` of a registered parameter, in
     /// row-major order; `None` if `var` was not added.
     pub fn moments(&self, var: Var) -> Option<(&[T], &[T])> {
-        let entry = self.registry.entry(var)?;
-        let own = &self.moments[2 * entry.offset..2 * (entry.offset + entry.len)];
-        Some(own.split_at(entry.len))
+        Some(moments_of(&self.moments, self.registry.entry(var)?))
     }
 
     /// Updates every added parameter that has a gradient, in place on
@@ -216,8 +186,7 @@ impl<T: Float> Adam<T> {
         let moments = &mut self.moments;
         self.registry.update_each(tape, |_, entry, values, grads| {
             let alpha = T::from_f64(entry.coefficient);
-            let own = &mut moments[2 * entry.offset..2 * (entry.offset + entry.len)];
-            let (m, v) = own.split_at_mut(entry.len);
+            let (m, v) = moments_of_mut(moments, entry);
             for (((w, &grad), m), v) in values.iter_mut().zip(grads).zip(m).zip(v) {
                 let g = grad * scale + alpha * *w;
                 *m = beta1 * *m + one_minus_beta1 * g;

@@ -3,7 +3,7 @@
 use std::panic::Location;
 
 use crate::error::GradError;
-use crate::optim::registry::{Domain, Registry, running_power};
+use crate::optim::registry::{Domain, Registry, moments_of, moments_of_mut, running_power};
 use crate::{Float, Tape, Var};
 
 /// AdamW (Loshchilov & Hutter): Adam whose weight decay shrinks the
@@ -66,6 +66,8 @@ pub struct AdamW<T: Float = f32> {
     moments: Vec<T>,
 }
 
+registry_methods!(AdamW);
+
 impl<T: Float> AdamW<T> {
     /// An AdamW optimizer with learning rate `lr`, β1 = 0.9, β2 = 0.999,
     /// ε = 1e-8 and no parameter yet. An invalid `lr` is reported by the
@@ -119,39 +121,10 @@ impl<T: Float> AdamW<T> {
         Ok(())
     }
 
-    /// Clips by global norm from now on; see [`Adam::set_clip`](crate::Adam::set_clip).
-    #[track_caller]
-    pub fn set_clip(&mut self, max_norm: f64) -> Result<(), GradError> {
-        self.registry.set_clip("AdamW::set_clip", max_norm, Location::caller())
-    }
-
-    /// The clipping threshold, if clipping is set.
-    pub fn clip(&self) -> Option<f64> {
-        self.registry.max_norm()
-    }
-
-    /// The learning rate the next step uses (it also scales the decay).
-    pub fn lr(&self) -> f64 {
-        self.registry.lr()
-    }
-
-    /// Changes the learning rate for the following steps (a schedule);
-    /// finite and `>= 0`, else an error and the rate is unchanged.
-    #[track_caller]
-    pub fn set_lr(&mut self, lr: f64) -> Result<(), GradError> {
-        self.registry.set_lr("AdamW::set_lr", lr, Location::caller())
-    }
-
-    /// How many steps were taken (each parameter also counts its own updates).
-    pub fn steps(&self) -> u64 {
-        self.registry.steps()
-    }
-
-    /// The moments `(m, v)` of a registered parameter, in row-major order.
+    /// The first and second moments `(m, v)` of a registered parameter, in
+    /// row-major order; `None` if `var` was not added.
     pub fn moments(&self, var: Var) -> Option<(&[T], &[T])> {
-        let entry = self.registry.entry(var)?;
-        let own = &self.moments[2 * entry.offset..2 * (entry.offset + entry.len)];
-        Some(own.split_at(entry.len))
+        Some(moments_of(&self.moments, self.registry.entry(var)?))
     }
 
     /// Updates every added parameter that has a gradient, in place on
@@ -173,8 +146,7 @@ impl<T: Float> AdamW<T> {
             let correction1 = T::from_f64(1.0 - power.0);
             let correction2 = T::from_f64(1.0 - power.1);
             let decay = T::from_f64(lr_f64 * entry.coefficient);
-            let own = &mut moments[2 * entry.offset..2 * (entry.offset + entry.len)];
-            let (m, v) = own.split_at_mut(entry.len);
+            let (m, v) = moments_of_mut(moments, entry);
             for (((w, &grad), m), v) in values.iter_mut().zip(grads).zip(m).zip(v) {
                 let g = grad * scale;
                 *w -= decay * *w;

@@ -26,6 +26,49 @@
 //! elementwise update runs in `T`. Each type documents its exact order of
 //! operations, which the tests reproduce bit for bit.
 
+/// The inherent methods every optimizer has in the same form, on its
+/// `registry`: clipping, the learning rate, the step count. Errors name
+/// the type's own method (`Adam::set_lr`). Defined before the modules that
+/// invoke it (`registry_methods!(Adam);`), which need `Float`, `GradError`
+/// and `Location` in scope.
+macro_rules! registry_methods {
+    ($ty:ident) => {
+        impl<T: Float> $ty<T> {
+            /// Clips by global norm from now on: before each update, if the
+            /// L2 norm of all raw gradients exceeds `max_norm` (finite,
+            /// `> 0`), each is scaled by `max_norm / norm`; any L2 term is
+            /// added after, unclipped.
+            #[track_caller]
+            pub fn set_clip(&mut self, max_norm: f64) -> Result<(), GradError> {
+                self.registry.set_clip(concat!(stringify!($ty), "::set_clip"), max_norm, Location::caller())
+            }
+
+            /// The clipping threshold, if clipping is set.
+            pub fn clip(&self) -> Option<f64> {
+                self.registry.max_norm()
+            }
+
+            /// The learning rate the next step uses.
+            pub fn lr(&self) -> f64 {
+                self.registry.lr()
+            }
+
+            /// Changes the learning rate for the following steps (a
+            /// schedule); finite and `>= 0`, else an error and the rate is
+            /// unchanged.
+            #[track_caller]
+            pub fn set_lr(&mut self, lr: f64) -> Result<(), GradError> {
+                self.registry.set_lr(concat!(stringify!($ty), "::set_lr"), lr, Location::caller())
+            }
+
+            /// How many steps were taken (Adam's `t`).
+            pub fn steps(&self) -> u64 {
+                self.registry.steps()
+            }
+        }
+    };
+}
+
 mod adam;
 mod adamw;
 mod registry;

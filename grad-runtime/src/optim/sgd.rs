@@ -60,6 +60,8 @@ pub struct Sgd<T: Float = f32> {
     buffers: Vec<T>,
 }
 
+registry_methods!(Sgd);
+
 impl<T: Float> Sgd<T> {
     /// Plain SGD with learning rate `lr` and no parameter yet.
     ///
@@ -132,34 +134,6 @@ impl<T: Float> Sgd<T> {
             self.buffers.resize(self.registry.elements(), T::zero());
         }
         Ok(())
-    }
-
-    /// Clips by global norm from now on; see [`Adam::set_clip`](crate::Adam::set_clip).
-    #[track_caller]
-    pub fn set_clip(&mut self, max_norm: f64) -> Result<(), GradError> {
-        self.registry.set_clip("Sgd::set_clip", max_norm, Location::caller())
-    }
-
-    /// The clipping threshold, if clipping is set.
-    pub fn clip(&self) -> Option<f64> {
-        self.registry.max_norm()
-    }
-
-    /// The learning rate the next step uses.
-    pub fn lr(&self) -> f64 {
-        self.registry.lr()
-    }
-
-    /// Changes the learning rate for the following steps (a schedule);
-    /// finite and `>= 0`, else an error and the rate is unchanged.
-    #[track_caller]
-    pub fn set_lr(&mut self, lr: f64) -> Result<(), GradError> {
-        self.registry.set_lr("Sgd::set_lr", lr, Location::caller())
-    }
-
-    /// How many steps were taken.
-    pub fn steps(&self) -> u64 {
-        self.registry.steps()
     }
 
     /// The momentum buffer of a registered parameter, in row-major order;
