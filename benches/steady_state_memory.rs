@@ -5,12 +5,10 @@
 //!
 //! Run: `cargo bench --bench steady_state_memory` (Linux: reads /proc/self/status).
 
-use grad_runtime::*;
-use ndarray::{ArrayD, IxDyn};
+mod common;
 
-fn normal(rng: &mut Rng, shape: &[usize], scale: f32) -> ArrayD<f32> {
-    ArrayD::from_shape_fn(IxDyn(shape), |_| rng.normal() as f32 * scale)
-}
+use common::Mlp;
+use grad_runtime::Tape;
 
 /// A field of /proc/self/status in KiB (`VmRSS`, `VmHWM`), if the platform has it.
 fn status_kib(field: &str) -> Option<f64> {
@@ -22,29 +20,12 @@ fn status_kib(field: &str) -> Option<f64> {
 fn main() {
     // `cargo test` runs bench targets with `--bench` absent: stay quick then.
     let steps = if std::env::args().any(|a| a == "--bench") { 2000 } else { 20 };
-    let mut rng = Rng::new(6);
-    let (x, t) = (normal(&mut rng, &[64, 784], 1.0), normal(&mut rng, &[64, 10], 1.0));
     let mut tape = Tape::<f32>::new();
-    let w1 = tape.param(normal(&mut rng, &[784, 256], 0.05));
-    let b1 = tape.param(normal(&mut rng, &[256], 0.05));
-    let w2 = tape.param(normal(&mut rng, &[256, 10], 0.05));
-    let b2 = tape.param(normal(&mut rng, &[10], 0.05));
-    let mut opt = Adam::new(1e-3);
-    for w in [w1, b1, w2, b2] {
-        opt.add(&tape, w, 0.0).expect("a parameter of this tape");
-    }
+    let mut model = Mlp::new(&mut tape, 6);
     let mark = tape.mark();
     let mut rss_at_100 = None;
     for step in 1..=steps {
-        let (xv, tv) = (tape.constant(&x), tape.constant(&t));
-        let xw = g_matmul(&mut tape, xv, w1);
-        let z = g_add(&mut tape, xw, b1);
-        let h = g_relu(&mut tape, z);
-        let hw = g_matmul(&mut tape, h, w2);
-        let y = g_add(&mut tape, hw, b2);
-        let loss = g_mse(&mut tape, y, tv);
-        tape.backward(loss).expect("the step is well formed");
-        opt.step(&mut tape).expect("the step is well formed");
+        model.step(&mut tape);
         tape.reset_to(mark);
         if step == 100 {
             rss_at_100 = status_kib("VmRSS:");

@@ -9,15 +9,14 @@ use divan::counter::{BytesCount, ItemsCount};
 use divan::{Bencher, black_box};
 use grad_runtime::*;
 use ndarray::linalg::general_mat_mul;
-use ndarray::{Array1, Array2, ArrayD, Axis, IxDyn};
+use ndarray::{Array1, Array2, Axis};
+
+mod common;
+
+use common::{Mlp, normal};
 
 fn main() {
     divan::main();
-}
-
-/// Seeded normal arrays, scaled, as WORKLOADS.md asks.
-fn normal(rng: &mut Rng, shape: &[usize], scale: f32) -> ArrayD<f32> {
-    ArrayD::from_shape_fn(IxDyn(shape), |_| rng.normal() as f32 * scale)
 }
 
 fn normal2(rng: &mut Rng, rows: usize, cols: usize, scale: f32) -> Array2<f32> {
@@ -30,28 +29,11 @@ mod w1_mlp_step {
 
     #[divan::bench]
     fn grad(bencher: Bencher) {
-        let mut rng = Rng::new(1);
-        let (x, t) = (normal(&mut rng, &[64, 784], 1.0), normal(&mut rng, &[64, 10], 1.0));
         let mut tape = Tape::<f32>::new();
-        let w1 = tape.param(normal(&mut rng, &[784, 256], 0.05));
-        let b1 = tape.param(normal(&mut rng, &[256], 0.05));
-        let w2 = tape.param(normal(&mut rng, &[256, 10], 0.05));
-        let b2 = tape.param(normal(&mut rng, &[10], 0.05));
-        let mut opt = Adam::new(1e-3);
-        for w in [w1, b1, w2, b2] {
-            opt.add(&tape, w, 0.0).unwrap();
-        }
+        let mut model = Mlp::new(&mut tape, 1);
         let mark = tape.mark();
         bencher.bench_local(|| {
-            let (xv, tv) = (tape.constant(&x), tape.constant(&t));
-            let xw = g_matmul(&mut tape, xv, w1);
-            let z = g_add(&mut tape, xw, b1);
-            let h = g_relu(&mut tape, z);
-            let hw = g_matmul(&mut tape, h, w2);
-            let y = g_add(&mut tape, hw, b2);
-            let loss = g_mse(&mut tape, y, tv);
-            tape.backward(loss).unwrap();
-            opt.step(&mut tape).unwrap();
+            model.step(&mut tape);
             tape.reset_to(mark);
         });
     }

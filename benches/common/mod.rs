@@ -1,0 +1,48 @@
+//! What the benchmark binaries share: seeded inputs and the W1 model.
+#![allow(dead_code)] // each binary uses a different subset
+
+use grad_runtime::{Adam, Rng, Tape, Var};
+use ndarray::{ArrayD, IxDyn};
+
+/// Seeded normal values times `scale`, as WORKLOADS.md asks.
+pub fn normal(rng: &mut Rng, shape: &[usize], scale: f32) -> ArrayD<f32> {
+    ArrayD::from_shape_fn(IxDyn(shape), |_| rng.normal() as f32 * scale)
+}
+
+/// W1's model on a tape: x[64,784], t[64,10], w1[784,256], b1[256],
+/// w2[256,10], b2[10], parameters at scale 0.05, all under an Adam(1e-3).
+pub struct Mlp {
+    pub x: ArrayD<f32>,
+    pub t: ArrayD<f32>,
+    pub params: [Var; 4],
+    pub opt: Adam<f32>,
+}
+
+impl Mlp {
+    pub fn new(tape: &mut Tape<f32>, seed: u64) -> Mlp {
+        let mut rng = Rng::new(seed);
+        let (x, t) = (normal(&mut rng, &[64, 784], 1.0), normal(&mut rng, &[64, 10], 1.0));
+        let params =
+            [&[784, 256][..], &[256], &[256, 10], &[10]].map(|shape| tape.param(normal(&mut rng, shape, 0.05)));
+        let mut opt = Adam::new(1e-3);
+        for p in params {
+            opt.add(tape, p, 0.0).expect("a parameter of this tape");
+        }
+        Mlp { x, t, params, opt }
+    }
+
+    /// One training step: forward, mse, backward, Adam.
+    pub fn step(&mut self, tape: &mut Tape<f32>) {
+        use grad_runtime::{g_add, g_matmul, g_mse, g_relu};
+        let [w1, b1, w2, b2] = self.params;
+        let (x, t) = (tape.constant(&self.x), tape.constant(&self.t));
+        let xw = g_matmul(tape, x, w1);
+        let z = g_add(tape, xw, b1);
+        let h = g_relu(tape, z);
+        let hw = g_matmul(tape, h, w2);
+        let y = g_add(tape, hw, b2);
+        let loss = g_mse(tape, y, t);
+        tape.backward(loss).expect("the step is well formed");
+        self.opt.step(tape).expect("the step is well formed");
+    }
+}
