@@ -1,11 +1,10 @@
 //! NumPy broadcasting: the output shape of two operands, a walk over the
-//! output that yields each operand's element offset, and `unbroadcast`,
+//! output that yields each operand's element offset, and `reduce_into`,
 //! which sums a gradient back to the shape of an operand that was stretched.
 
 use ndarray::{Dimension, IxDyn};
 
 use crate::Float;
-use crate::pool::BufferPool;
 
 /// The broadcast shape of `a` and `b` (aligned at the right; each dim pair
 /// equal, or one of them 1), or `None` when they do not broadcast.
@@ -110,19 +109,6 @@ pub(crate) fn zip_broadcast<T: Float>(
     });
 }
 
-/// Sums a gradient `g` of shape `from` down to `to`, a shape that
-/// broadcasts to `from`: the gradient of an operand that was stretched.
-pub(crate) fn unbroadcast<T: Float>(g: &[T], from: &[usize], to: &[usize], pool: &mut BufferPool<T>) -> Vec<T> {
-    if from == to {
-        let mut out = pool.take(g.len());
-        out.copy_from_slice(g);
-        return out;
-    }
-    let mut out = pool.take_zeroed(to.iter().product());
-    reduce_into(g, from, to, &mut out);
-    out
-}
-
 /// Adds `g` (shape `from`) into `out` (shape `to`, which broadcasts to `from`).
 pub(crate) fn reduce_into<T: Float>(g: &[T], from: &[usize], to: &[usize], out: &mut [T]) {
     let to_strides = broadcast_strides(to, from);
@@ -168,18 +154,22 @@ mod tests {
     }
 
     #[test]
-    fn unbroadcast_sums_stretched_and_missing_axes() {
+    fn reduce_into_sums_stretched_and_missing_axes() {
         let g: Vec<f64> = (0..24).map(f64::from).collect();
-        let mut pool = BufferPool::new();
-        let to_bias = unbroadcast(&g, &[2, 4, 3], &[3], &mut pool);
+        let unbroadcast = |to: &[usize]| {
+            let mut out = vec![0.0; to.iter().product()];
+            reduce_into(&g, &[2, 4, 3], to, &mut out);
+            out
+        };
+        let to_bias = unbroadcast(&[3]);
         let want: Vec<f64> = (0..3).map(|k| (0..8).map(|r| g[r * 3 + k]).sum()).collect();
         assert_eq!(to_bias, want);
-        let to_column = unbroadcast(&g, &[2, 4, 3], &[4, 1], &mut pool);
+        let to_column = unbroadcast(&[4, 1]);
         let want: Vec<f64> = (0..4)
             .map(|j| (0..2).flat_map(|i| (0..3).map(move |k| (i, k))).map(|(i, k)| g[i * 12 + j * 3 + k]).sum())
             .collect();
         assert_eq!(to_column, want);
-        let to_scalar = unbroadcast(&g, &[2, 4, 3], &[], &mut pool);
+        let to_scalar = unbroadcast(&[]);
         assert_eq!(to_scalar, vec![g.iter().sum::<f64>()]);
     }
 }

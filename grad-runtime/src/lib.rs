@@ -30,7 +30,6 @@
 //! # Ok::<(), grad_runtime::GradError>(())
 //! ```
 
-mod backward;
 mod broadcast;
 #[doc(hidden)]
 pub mod dsl;
@@ -48,19 +47,7 @@ pub use error::{ErrorKind, GradError};
 pub use float::Float;
 #[doc = include_str!("grad_macro.md")]
 pub use grad_macros::grad;
-pub use ops::binary::{g_add, g_div, g_mul, g_sub};
-pub use ops::dropout::g_dropout;
-pub use ops::embedding::g_embedding;
-pub use ops::layout::{g_concat, g_reshape, g_slice, g_transpose};
-pub use ops::loss::{g_cross_entropy, g_mse};
-pub use ops::matmul::{g_bmm, g_matmul};
-pub use ops::norm::g_layer_norm;
-pub use ops::reduce::{argmax, g_max_axis, g_mean, g_mean_axis, g_sum, g_sum_axis};
-pub use ops::softmax::{g_log_softmax, g_softmax};
-pub use ops::unary::{
-    g_abs, g_adds, g_clamp, g_exp, g_gelu, g_leaky_relu, g_log, g_muls, g_neg, g_pow, g_relu, g_sigmoid, g_silu,
-    g_softplus, g_sqrt, g_tanh,
-};
+pub use ops::*;
 pub use optim::{Adam, AdamW, Optimizer, Sgd};
 pub use rng::Rng;
 pub use tape::Tape;

@@ -5,7 +5,7 @@ use std::panic::Location;
 
 use crate::error::ErrorKind;
 use crate::ops::Op;
-use crate::ops::binary::g_mul;
+use crate::ops::arithmetic::g_mul;
 use crate::{Float, Rng, Tape, Var};
 
 /// Inverted dropout: in training (`train = true`) each element is zeroed

@@ -4,9 +4,9 @@ use std::panic::Location;
 
 use ndarray::IxDyn;
 
-use crate::backward::GradSink;
 use crate::error::ErrorKind;
 use crate::ops::Op;
+use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
 use crate::tensor::Tensor;
 use crate::{Float, Tape, Var};
@@ -49,7 +49,7 @@ pub fn g_embedding<T: Float>(tp: &mut Tape<T>, table: Var, ids: &[usize]) -> Var
         return tp.fail(NAME, kind, &[table], location);
     }
     let mut out = tp.output(IxDyn(&[ids.len(), dim]));
-    let rows = &tp.nodes[table].value.data;
+    let rows = &tp.value_of(table).data;
     for (out_row, &id) in out.data.chunks_exact_mut(dim.max(1)).zip(ids) {
         out_row.copy_from_slice(&rows[id * dim..(id + 1) * dim]);
     }
@@ -58,15 +58,12 @@ pub fn g_embedding<T: Float>(tp: &mut Tape<T>, table: Var, ids: &[usize]) -> Var
 }
 
 pub(crate) fn embedding_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, table: NodeId, ids: &[usize]) {
-    if !sink.wants(table) {
-        return;
-    }
     let dim = sink.value(table).shape()[1];
-    let mut contribution = sink.pool.take_zeroed(sink.value(table).len());
-    for (g_row, &id) in g.data.chunks_exact(dim.max(1)).zip(ids) {
-        for (c, &v) in contribution[id * dim..(id + 1) * dim].iter_mut().zip(g_row) {
-            *c += v;
+    sink.contribute_zeroed(table, |c| {
+        for (g_row, &id) in g.data.chunks_exact(dim.max(1)).zip(ids) {
+            for (c, &v) in c[id * dim..(id + 1) * dim].iter_mut().zip(g_row) {
+                *c += v;
+            }
         }
-    }
-    sink.add(table, contribution);
+    });
 }

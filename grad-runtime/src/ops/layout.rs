@@ -3,11 +3,11 @@
 
 use std::panic::Location;
 
-use ndarray::{ArrayViewD, Axis, Dimension, IxDyn, Slice};
+use ndarray::{ArrayViewD, ArrayViewMutD, Axis, Dimension, IxDyn, Slice};
 
-use crate::backward::GradSink;
 use crate::error::ErrorKind;
 use crate::ops::Op;
+use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
 use crate::tensor::Tensor;
 use crate::{Float, Tape, Var};
@@ -112,47 +112,33 @@ pub fn g_concat<T: Float>(tp: &mut Tape<T>, a: Var, b: Var, axis: usize) -> Var 
     shape[axis] += sb[axis];
     let mut out = tp.output(shape);
     let mut view = out.view_mut();
-    view.slice_axis_mut(Axis(axis), Slice::from(..split)).assign(&tp.nodes[a].value.view());
-    view.slice_axis_mut(Axis(axis), Slice::from(split..)).assign(&tp.nodes[b].value.view());
+    view.slice_axis_mut(Axis(axis), Slice::from(..split)).assign(&tp.value_of(a).view());
+    view.slice_axis_mut(Axis(axis), Slice::from(split..)).assign(&tp.value_of(b).view());
     tp.push(Op::Concat { a, b, axis }, out)
 }
 
 pub(crate) fn transpose_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, x: NodeId) {
-    if sink.wants(x) {
-        let mut contribution = sink.pool.take(g.len());
-        copy_view(swap_last_two(g.view()), &mut contribution);
-        sink.add(x, contribution);
-    }
+    sink.contribute(x, |c| copy_view(swap_last_two(g.view()), c));
 }
 
 pub(crate) fn reshape_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, x: NodeId) {
-    if sink.wants(x) {
-        let mut contribution = sink.pool.take(g.len());
-        contribution.copy_from_slice(&g.data);
-        sink.add(x, contribution);
-    }
+    sink.contribute(x, |c| c.copy_from_slice(&g.data));
 }
 
 pub(crate) fn slice_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, x: NodeId, starts: &IxDyn) {
-    if !sink.wants(x) {
-        return;
-    }
     let shape = sink.value(x).shape.clone();
-    let mut contribution = Tensor::new(shape, sink.pool.take_zeroed(sink.value(x).len()));
     let stops: Vec<usize> = starts.slice().iter().zip(g.shape()).map(|(s, n)| s + n).collect();
-    contribution.view_mut().slice_each_axis_mut(|ax| block_of(starts.slice(), &stops, ax.axis)).assign(&g.view());
-    sink.add(x, contribution.data);
+    sink.contribute_zeroed(x, |c| {
+        let mut whole = ArrayViewMutD::from_shape(shape, c).expect("invariant: the buffer has x's shape");
+        whole.slice_each_axis_mut(|ax| block_of(starts.slice(), &stops, ax.axis)).assign(&g.view());
+    });
 }
 
 pub(crate) fn concat_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, a: NodeId, b: NodeId, axis: usize) {
     let split = sink.value(a).shape()[axis];
     let g = g.view();
     for (x, part) in [(a, Slice::from(..split)), (b, Slice::from(split..))] {
-        if sink.wants(x) {
-            let mut contribution = sink.pool.take(sink.value(x).len());
-            copy_view(g.slice_axis(Axis(axis), part), &mut contribution);
-            sink.add(x, contribution);
-        }
+        sink.contribute(x, |c| copy_view(g.slice_axis(Axis(axis), part), c));
     }
 }
 

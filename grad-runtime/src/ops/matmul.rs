@@ -7,10 +7,10 @@ use std::panic::Location;
 use ndarray::linalg::general_mat_mul;
 use ndarray::{ArrayView2, ArrayViewMut2, Dimension, IxDyn};
 
-use crate::backward::GradSink;
 use crate::broadcast::{broadcast_shapes, broadcast_strides, for_each_offset};
 use crate::error::ErrorKind;
 use crate::ops::Op;
+use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
 use crate::tensor::Tensor;
 use crate::{Float, Tape, Var};
@@ -80,7 +80,7 @@ fn product<T: Float>(
         Err(kind) => return tp.fail(name, kind, &[a, b], location),
     };
     let mut out = tp.output(plan.out_shape.clone());
-    let (va, vb) = (&tp.nodes[a].value.data, &tp.nodes[b].value.data);
+    let (va, vb) = (&tp.value_of(a).data, &tp.value_of(b).data);
     let (m, k, n) = (plan.m, plan.k, plan.n);
     plan.for_each_product(tp.shape(a), tp.shape(b), |ia, ib, io| {
         let (a, b) = (matrix(&va[ia..ia + m * k], m, k), matrix(&vb[ib..ib + k * n], k, n));
@@ -151,24 +151,24 @@ pub(crate) fn matmul_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T
     let (va, vb) = (sink.value(a), sink.value(b));
     let plan = Plan::new(va.shape(), vb.shape()).expect("invariant: shapes were checked in the forward pass");
     let (m, k, n) = (plan.m, plan.k, plan.n);
-    // Broadcast batches add several products into one block: accumulate.
+    // Broadcast batches add several products into one block: accumulate
+    // into zeros. Without a batch there is one product, written whole.
     let accumulate = plan.batch.is_some();
-    if sink.wants(a) {
-        let mut ga = if accumulate { sink.pool.take_zeroed(va.len()) } else { sink.pool.take(va.len()) };
+    let contribute = |sink: &mut GradSink<'_, T>, x: NodeId, fill: &dyn Fn(&mut [T])| {
+        if accumulate { sink.contribute_zeroed(x, fill) } else { sink.contribute(x, fill) }
+    };
+    contribute(sink, a, &|ga| {
         plan.for_each_product(va.shape(), vb.shape(), |ia, ib, io| {
             let (b, g) = (matrix(&vb.data[ib..ib + k * n], k, n), matrix(&g.data[io..io + m * n], m, n));
             gemm(g, b.t(), &mut ga[ia..ia + m * k], accumulate);
-        });
-        sink.add(a, ga);
-    }
-    if sink.wants(b) {
-        let mut gb = if accumulate { sink.pool.take_zeroed(vb.len()) } else { sink.pool.take(vb.len()) };
+        })
+    });
+    contribute(sink, b, &|gb| {
         plan.for_each_product(va.shape(), vb.shape(), |ia, ib, io| {
             let (a, g) = (matrix(&va.data[ia..ia + m * k], m, k), matrix(&g.data[io..io + m * n], m, n));
             gemm(a.t(), g, &mut gb[ib..ib + k * n], accumulate);
-        });
-        sink.add(b, gb);
-    }
+        })
+    });
 }
 
 /// Views a row-major buffer as a `rows × cols` matrix.

@@ -5,9 +5,10 @@ use std::panic::Location;
 
 use ndarray::{ArrayD, IxDyn};
 
-use crate::backward::GradSink;
 use crate::error::{ErrorKind, GradError};
-use crate::ops::{AxisLanes, Op, normalize_axis, reduced_shape};
+use crate::ops::Op;
+use crate::ops::axis::{AxisLanes, normalize_axis, reduced_shape};
+use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
 use crate::tensor::Tensor;
 use crate::{Float, Tape, Var};
@@ -56,11 +57,7 @@ pub(crate) fn mean_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>,
 }
 
 fn fill_backward<T: Float>(sink: &mut GradSink<'_, T>, x: NodeId, each: T) {
-    if sink.wants(x) {
-        let mut contribution = sink.pool.take(sink.value(x).len());
-        contribution.fill(each);
-        sink.add(x, contribution);
-    }
+    sink.contribute(x, |c| c.fill(each));
 }
 
 /// The sum over one axis (negative counts from the end); `keepdim` keeps
@@ -177,7 +174,7 @@ fn reduce_axis<T: Float>(tp: &mut Tape<T>, reduction: Reduction, x: Var, axis: i
     }
     let lanes = AxisLanes::new(tp.shape(x), axis_index);
     let mut out = tp.output(reduced_shape(tp.shape(x), axis_index, keepdim));
-    reduction.forward(&tp.nodes[x].value.data, lanes, &mut out.data);
+    reduction.forward(&tp.value_of(x).data, lanes, &mut out.data);
     tp.push(reduction.op(x, axis_index), out)
 }
 
@@ -233,31 +230,23 @@ pub(crate) fn mean_axis_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tenso
 
 /// Adds `scale * g[lane]` to every element of each lane.
 fn spread_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, x: NodeId, axis: usize, scale: T) {
-    if !sink.wants(x) {
-        return;
-    }
     let lanes = AxisLanes::new(sink.value(x).shape(), axis);
-    let mut contribution = sink.pool.take(sink.value(x).len());
-    lanes.for_each(|lane, start| {
-        let v = g.data[lane] * scale;
-        for j in 0..lanes.len {
-            contribution[start + j * lanes.inner] = v;
-        }
+    sink.contribute(x, |c| {
+        lanes.for_each(|lane, start| {
+            let v = g.data[lane] * scale;
+            for j in 0..lanes.len {
+                c[start + j * lanes.inner] = v;
+            }
+        })
     });
-    sink.add(x, contribution);
 }
 
 pub(crate) fn max_axis_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, x: NodeId, axis: usize) {
-    if !sink.wants(x) {
-        return;
-    }
     let input = sink.value(x);
     let lanes = AxisLanes::new(input.shape(), axis);
-    let mut contribution = sink.pool.take_zeroed(input.len());
-    lanes.for_each(|lane, start| {
-        contribution[start + argmax_lane(&input.data, lanes, start) * lanes.inner] = g.data[lane];
+    sink.contribute_zeroed(x, |c| {
+        lanes.for_each(|lane, start| c[start + argmax_lane(&input.data, lanes, start) * lanes.inner] = g.data[lane])
     });
-    sink.add(x, contribution);
 }
 
 /// Sums a slice pairwise (halves summed recursively) down to blocks of

@@ -3,9 +3,10 @@
 
 use std::panic::Location;
 
-use crate::backward::GradSink;
 use crate::error::ErrorKind;
-use crate::ops::{AxisLanes, Op, normalize_axis};
+use crate::ops::Op;
+use crate::ops::axis::{AxisLanes, normalize_axis};
+use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
 use crate::tensor::Tensor;
 use crate::{Float, Tape, Var};
@@ -17,20 +18,22 @@ use crate::{Float, Tape, Var};
 #[track_caller]
 pub fn g_softmax<T: Float>(tp: &mut Tape<T>, x: Var, axis: isize) -> Var {
     let op = |x, axis| Op::Softmax { x, axis };
-    along_axis(tp, "g_softmax", x, axis, op, |x, y, lanes| {
-        lanes.for_each(|_, start| {
-            let at = |j: usize| start + j * lanes.inner;
-            let max = lane_max(x, lanes, start);
-            let mut total = T::zero();
-            for j in 0..lanes.len {
-                y[at(j)] = (x[at(j)] - max).exp();
-                total += y[at(j)];
-            }
-            for j in 0..lanes.len {
-                y[at(j)] /= total;
-            }
-        })
-    })
+    along_axis(tp, "g_softmax", x, axis, op, |x, y, lanes| lanes.for_each(|_, start| softmax_lane(x, y, lanes, start)))
+}
+
+/// Softmax of one lane (elements at `start + j * lanes.inner`) of `x` into
+/// the same positions of `y`.
+pub(crate) fn softmax_lane<T: Float>(x: &[T], y: &mut [T], lanes: AxisLanes, start: usize) {
+    let at = |j: usize| start + j * lanes.inner;
+    let max = lane_max(x, lanes, start);
+    let mut total = T::zero();
+    for j in 0..lanes.len {
+        y[at(j)] = (x[at(j)] - max).exp();
+        total += y[at(j)];
+    }
+    for j in 0..lanes.len {
+        y[at(j)] /= total;
+    }
 }
 
 /// `x - max - log(sum(exp(x - max)))` along `axis`: the log of softmax,
@@ -78,7 +81,7 @@ fn along_axis<T: Float>(
     };
     let lanes = AxisLanes::new(tp.shape(x), axis);
     let mut out = tp.output(tp.value_of(x).shape.clone());
-    kernel(&tp.nodes[x].value.data, &mut out.data, lanes);
+    kernel(&tp.value_of(x).data, &mut out.data, lanes);
     tp.push(op(x, axis), out)
 }
 
@@ -126,11 +129,6 @@ fn lane_backward<T: Float>(
     axis: usize,
     rule: impl Fn(&[T], &[T], AxisLanes, usize, &mut [T]),
 ) {
-    if !sink.wants(x) {
-        return;
-    }
     let lanes = AxisLanes::new(out.shape(), axis);
-    let mut contribution = sink.pool.take(g.len());
-    lanes.for_each(|_, start| rule(&g.data, &out.data, lanes, start, &mut contribution));
-    sink.add(x, contribution);
+    sink.contribute(x, |c| lanes.for_each(|_, start| rule(&g.data, &out.data, lanes, start, c)));
 }

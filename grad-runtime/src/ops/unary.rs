@@ -5,9 +5,9 @@
 
 use std::panic::Location;
 
-use crate::backward::GradSink;
 use crate::error::ErrorKind;
 use crate::ops::Op;
+use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
 use crate::tensor::Tensor;
 use crate::{Float, Tape, Var};
@@ -232,6 +232,30 @@ pub(crate) enum Unary<T> {
     Clamp(T, T),
 }
 
+impl<T> Unary<T> {
+    /// The public function that applies it.
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Unary::Neg => "g_neg",
+            Unary::AddScalar(_) => "g_adds",
+            Unary::MulScalar(_) => "g_muls",
+            Unary::Relu => "g_relu",
+            Unary::Sigmoid => "g_sigmoid",
+            Unary::Tanh => "g_tanh",
+            Unary::Exp => "g_exp",
+            Unary::Log => "g_log",
+            Unary::Sqrt => "g_sqrt",
+            Unary::Pow(_) => "g_pow",
+            Unary::Abs => "g_abs",
+            Unary::LeakyRelu(_) => "g_leaky_relu",
+            Unary::Gelu => "g_gelu",
+            Unary::Silu => "g_silu",
+            Unary::Softplus => "g_softplus",
+            Unary::Clamp(..) => "g_clamp",
+        }
+    }
+}
+
 /// Runs `$body` with `$f` bound to the function type of `$unary`, so each
 /// loop is compiled once per function instead of matching per element.
 #[rustfmt::skip]
@@ -273,74 +297,74 @@ fn gradient<T: Float>(f: impl Elementwise<T>, g: &[T], x: &[T], y: &[T], out: &m
 /// `-x`. Gradient: `-g`.
 #[track_caller]
 pub fn g_neg<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
-    unary(tp, "g_neg", x, Unary::Neg)
+    unary(tp, x, Unary::Neg)
 }
 
 /// `x + s` for a scalar `s`. Gradient: `g`.
 #[track_caller]
 pub fn g_adds<T: Float>(tp: &mut Tape<T>, x: Var, s: T) -> Var {
-    unary(tp, "g_adds", x, Unary::AddScalar(s))
+    unary(tp, x, Unary::AddScalar(s))
 }
 
 /// `x * s` for a scalar `s`. Gradient: `g * s`.
 #[track_caller]
 pub fn g_muls<T: Float>(tp: &mut Tape<T>, x: Var, s: T) -> Var {
-    unary(tp, "g_muls", x, Unary::MulScalar(s))
+    unary(tp, x, Unary::MulScalar(s))
 }
 
 /// `max(x, 0)`. Gradient: `g` where `x > 0`, else 0 (0 at the kink, as PyTorch).
 #[track_caller]
 pub fn g_relu<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
-    unary(tp, "g_relu", x, Unary::Relu)
+    unary(tp, x, Unary::Relu)
 }
 
 /// `1 / (1 + exp(-x))`, computed without overflow. Gradient: `g * y * (1 - y)`.
 #[track_caller]
 pub fn g_sigmoid<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
-    unary(tp, "g_sigmoid", x, Unary::Sigmoid)
+    unary(tp, x, Unary::Sigmoid)
 }
 
 /// `tanh(x)`. Gradient: `g * (1 - y²)`.
 #[track_caller]
 pub fn g_tanh<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
-    unary(tp, "g_tanh", x, Unary::Tanh)
+    unary(tp, x, Unary::Tanh)
 }
 
 /// `exp(x)`. Gradient: `g * y`.
 #[track_caller]
 pub fn g_exp<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
-    unary(tp, "g_exp", x, Unary::Exp)
+    unary(tp, x, Unary::Exp)
 }
 
 /// Natural logarithm (NaN below 0, `-inf` at 0, as IEEE). Gradient: `g / x`.
 #[track_caller]
 pub fn g_log<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
-    unary(tp, "g_log", x, Unary::Log)
+    unary(tp, x, Unary::Log)
 }
 
 /// Square root (NaN below 0). Gradient: `g / (2 y)`.
 #[track_caller]
 pub fn g_sqrt<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
-    unary(tp, "g_sqrt", x, Unary::Sqrt)
+    unary(tp, x, Unary::Sqrt)
 }
 
 /// `x^p` for a scalar exponent `p` (IEEE `powf`: NaN for a negative `x`
 /// and non-integer `p`). Gradient: `g · p · x^(p-1)`.
 #[track_caller]
 pub fn g_pow<T: Float>(tp: &mut Tape<T>, x: Var, p: T) -> Var {
-    unary(tp, "g_pow", x, Unary::Pow(p))
+    unary(tp, x, Unary::Pow(p))
 }
 
 /// `|x|`. Gradient: `g · sign(x)`, 0 at 0 (as PyTorch).
 #[track_caller]
 pub fn g_abs<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
-    unary(tp, "g_abs", x, Unary::Abs)
+    unary(tp, x, Unary::Abs)
 }
 
 /// `x` above 0, `slope · x` at and below. Gradient: `g`, or `g · slope` at and below 0.
 #[track_caller]
 pub fn g_leaky_relu<T: Float>(tp: &mut Tape<T>, x: Var, slope: T) -> Var {
-    unary(tp, "g_leaky_relu", x, Unary::LeakyRelu(slope))
+    unary(tp, x, Unary::LeakyRelu(slope))
 }
 
 /// GELU, tanh approximation: `0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))`
@@ -348,20 +372,20 @@ pub fn g_leaky_relu<T: Float>(tp: &mut Tape<T>, x: Var, slope: T) -> Var {
 /// Gradient: `g · (0.5 (1 + t) + 0.5 x (1 - t²) √(2/π) (1 + 3 · 0.044715 x²))`, `t` the tanh.
 #[track_caller]
 pub fn g_gelu<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
-    unary(tp, "g_gelu", x, Unary::Gelu)
+    unary(tp, x, Unary::Gelu)
 }
 
 /// SiLU (swish): `x · sigmoid(x)`. Gradient: `g · s (1 + x (1 - s))`, `s = sigmoid(x)`.
 #[track_caller]
 pub fn g_silu<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
-    unary(tp, "g_silu", x, Unary::Silu)
+    unary(tp, x, Unary::Silu)
 }
 
 /// `log(1 + exp(x))`, computed as `max(x, 0) + log1p(exp(-|x|))`: never
 /// overflows, exact for large `|x|`. Gradient: `g · sigmoid(x)`.
 #[track_caller]
 pub fn g_softplus<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
-    unary(tp, "g_softplus", x, Unary::Softplus)
+    unary(tp, x, Unary::Softplus)
 }
 
 /// `min(max(x, lo), hi)`; `lo <= hi` is required (else an error).
@@ -377,12 +401,12 @@ pub fn g_clamp<T: Float>(tp: &mut Tape<T>, x: Var, lo: T, hi: T) -> Var {
             ErrorKind::InvalidArgument { name: "lo", value: lo.to_f64(), expected: "lo <= hi (and neither NaN)" };
         return tp.fail("g_clamp", kind, &[x], location);
     }
-    unary(tp, "g_clamp", x, Unary::Clamp(lo, hi))
+    unary(tp, x, Unary::Clamp(lo, hi))
 }
 
 #[track_caller]
-fn unary<T: Float>(tp: &mut Tape<T>, name: &'static str, x: Var, function: Unary<T>) -> Var {
-    let Some([x]) = tp.resolve(name, [x], Location::caller()) else {
+fn unary<T: Float>(tp: &mut Tape<T>, x: Var, function: Unary<T>) -> Var {
+    let Some([x]) = tp.resolve(function.name(), [x], Location::caller()) else {
         return tp.poisoned_var();
     };
     let mut out = tp.output(tp.value_of(x).shape.clone());
@@ -390,18 +414,13 @@ fn unary<T: Float>(tp: &mut Tape<T>, name: &'static str, x: Var, function: Unary
     tp.push(Op::Unary(x, function), out)
 }
 
-pub(crate) fn backward<T: Float>(
+pub(crate) fn unary_backward<T: Float>(
     sink: &mut GradSink<'_, T>,
     g: &Tensor<T>,
     out: &Tensor<T>,
     x: NodeId,
     function: Unary<T>,
 ) {
-    if !sink.wants(x) {
-        return;
-    }
-    let mut contribution = sink.pool.take(g.len());
     let input = &sink.value(x).data;
-    with_function!(function, f => gradient(f, &g.data, input, &out.data, &mut contribution));
-    sink.add(x, contribution);
+    sink.contribute(x, |c| with_function!(function, f => gradient(f, &g.data, input, &out.data, c)));
 }

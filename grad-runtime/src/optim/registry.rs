@@ -11,7 +11,6 @@
 use std::panic::Location;
 
 use crate::error::{ErrorKind, GradError};
-use crate::ops::Op;
 use crate::{Float, Tape, Var};
 
 /// One registered parameter.
@@ -195,7 +194,7 @@ impl Registry {
         self.config_error()?;
         let id = tape.check_or_error(op, var, location)?;
         let shapes = vec![tape.shape(id).to_vec()];
-        let kind = if !matches!(tape.nodes[id].op, Op::Param) {
+        let kind = if !tape.is_param(id) {
             Some(ErrorKind::NotAParameter)
         } else if self.entries.first().is_some_and(|first| first.var.tape != var.tape) {
             Some(ErrorKind::ForeignVar)
@@ -208,7 +207,7 @@ impl Registry {
             return Err(GradError::new(op, kind, shapes, location));
         }
         let coefficient = check_arg(op, name, coefficient, Domain::NonNegative, location)?;
-        let len = tape.nodes[id].value.len();
+        let len = tape.value_of(id).len();
         self.entries.push(Entry { var, coefficient, offset: self.elements, len, updates: 0 });
         self.elements += len;
         Ok(())
@@ -246,7 +245,7 @@ impl Registry {
     fn global_norm<T: Float>(&self, tape: &Tape<T>) -> f64 {
         let mut sum_of_squares = 0.0;
         for entry in &self.entries {
-            if let Some(grad) = &tape.grads[entry.var.index()] {
+            if let Some(grad) = tape.grad_of(entry.var.index()) {
                 for &g in &grad.data {
                     let g = g.to_f64();
                     sum_of_squares += g * g;
@@ -266,11 +265,9 @@ impl Registry {
         tape: &mut Tape<T>,
         mut update: impl FnMut(usize, &Entry, &mut [T], &[T]),
     ) {
-        let (nodes, grads) = (&mut tape.nodes, &tape.grads);
         for (index, entry) in self.entries.iter_mut().enumerate() {
-            let id = entry.var.index();
-            let Some(grad) = &grads[id] else { continue };
-            update(index, entry, &mut nodes[id].value.data, &grad.data);
+            let (value, Some(grad)) = tape.value_and_grad_mut(entry.var.index()) else { continue };
+            update(index, entry, value, grad);
             entry.updates += 1;
         }
     }

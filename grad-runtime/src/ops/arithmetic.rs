@@ -1,15 +1,16 @@
-//! Elementwise `+ - * /` with NumPy broadcasting. Each backward rule forms
-//! its contribution on the output's shape and sums it back to the operand's
-//! shape with `unbroadcast`.
+//! The arithmetic operators `+ - * /`, elementwise with NumPy broadcasting
+//! (`grad!` operators; their scalar forms are `g_adds`/`g_muls` in
+//! `unary.rs`). Each backward rule forms its contribution on the output's
+//! shape and the sink sums it back to the operand's shape.
 
 use std::panic::Location;
 
 use ndarray::Dimension;
 
-use crate::backward::GradSink;
-use crate::broadcast::{broadcast_shapes, unbroadcast, zip_broadcast};
+use crate::broadcast::{broadcast_shapes, zip_broadcast};
 use crate::error::ErrorKind;
 use crate::ops::Op;
+use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
 use crate::tensor::Tensor;
 use crate::{Float, Tape, Var};
@@ -69,63 +70,35 @@ fn binary<T: Float>(
 }
 
 pub(crate) fn add_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, a: NodeId, b: NodeId) {
-    for x in [a, b] {
-        if sink.wants(x) {
-            let contribution = unbroadcast(&g.data, g.shape(), sink.value(x).shape(), sink.pool);
-            sink.add(x, contribution);
-        }
-    }
+    sink.contribute_summed(a, &g.data, g.shape(), false);
+    sink.contribute_summed(b, &g.data, g.shape(), false);
 }
 
 pub(crate) fn sub_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, a: NodeId, b: NodeId) {
-    add_backward_scaled(sink, g, a, T::one());
-    add_backward_scaled(sink, g, b, -T::one());
-}
-
-fn add_backward_scaled<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, x: NodeId, sign: T) {
-    if sink.wants(x) {
-        let mut contribution = unbroadcast(&g.data, g.shape(), sink.value(x).shape(), sink.pool);
-        if sign != T::one() {
-            contribution.iter_mut().for_each(|c| *c *= sign);
-        }
-        sink.add(x, contribution);
-    }
+    sink.contribute_summed(a, &g.data, g.shape(), false);
+    sink.contribute_summed(b, &g.data, g.shape(), true);
 }
 
 pub(crate) fn mul_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, a: NodeId, b: NodeId) {
-    contribute(sink, g, a, b, |g, other| g * other);
-    contribute(sink, g, b, a, |g, other| g * other);
+    times_other(sink, g, a, b, |g, other| g * other);
+    times_other(sink, g, b, a, |g, other| g * other);
 }
 
 pub(crate) fn div_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, out: &Tensor<T>, a: NodeId, b: NodeId) {
-    contribute(sink, g, a, b, |g, b| g / b);
-    if sink.wants(b) {
-        // d(a/b)/db = -(a/b)/b: the output already holds a/b.
-        let vb = sink.value(b);
-        let mut on_output = sink.pool.take(g.len());
-        zip_broadcast((&out.data, out.shape()), (&vb.data, vb.shape()), &mut on_output, g.shape(), |y, b| y / b);
-        on_output.iter_mut().zip(&g.data).for_each(|(c, &g)| *c = -g * *c);
-        let contribution = unbroadcast(&on_output, g.shape(), vb.shape(), sink.pool);
-        sink.pool.give(on_output);
-        sink.add(b, contribution);
-    }
+    times_other(sink, g, a, b, |g, b| g / b);
+    // d(a/b)/db = -(a/b)/b: the output already holds a/b.
+    let vb = sink.value(b);
+    sink.contribute_broadcast(b, g.shape(), |c| {
+        zip_broadcast((&out.data, out.shape()), (&vb.data, vb.shape()), c, g.shape(), |y, b| y / b);
+        c.iter_mut().zip(&g.data).for_each(|(c, &g)| *c = -g * *c);
+    });
 }
 
-/// Adds `unbroadcast(f(g, other))` to `x`'s gradient, where `other` is
-/// broadcast to the output's shape.
-fn contribute<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, x: NodeId, other: NodeId, f: impl Fn(T, T) -> T) {
-    if !sink.wants(x) {
-        return;
-    }
+/// Adds `f(g, other)` to `x`'s gradient, where `other` is broadcast to the
+/// output's shape, summed back to `x`'s shape.
+fn times_other<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, x: NodeId, other: NodeId, f: impl Fn(T, T) -> T) {
     let vo = sink.value(other);
-    let x_shape = sink.value(x).shape();
-    let mut on_output = sink.pool.take(g.len());
-    zip_broadcast((&g.data, g.shape()), (&vo.data, vo.shape()), &mut on_output, g.shape(), f);
-    if x_shape == g.shape() {
-        sink.add(x, on_output);
-    } else {
-        let contribution = unbroadcast(&on_output, g.shape(), x_shape, sink.pool);
-        sink.pool.give(on_output);
-        sink.add(x, contribution);
-    }
+    sink.contribute_broadcast(x, g.shape(), |c| {
+        zip_broadcast((&g.data, g.shape()), (&vo.data, vo.shape()), c, g.shape(), f)
+    });
 }

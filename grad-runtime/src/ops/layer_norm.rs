@@ -3,9 +3,9 @@
 
 use std::panic::Location;
 
-use crate::backward::GradSink;
 use crate::error::ErrorKind;
 use crate::ops::Op;
+use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
 use crate::tensor::Tensor;
 use crate::{Float, Tape, Var};
@@ -37,7 +37,7 @@ pub fn g_layer_norm<T: Float>(tp: &mut Tape<T>, x: Var, gamma: Var, beta: Var, e
     }
     let dim = dim.unwrap_or(0).max(1);
     let mut out = tp.output(tp.value_of(x).shape.clone());
-    let (input, scale, shift) = (&tp.nodes[x].value.data, &tp.nodes[gamma].value.data, &tp.nodes[beta].value.data);
+    let (input, scale, shift) = (&tp.value_of(x).data, &tp.value_of(gamma).data, &tp.value_of(beta).data);
     for (row, y) in input.chunks_exact(dim).zip(out.data.chunks_exact_mut(dim)) {
         let (mean, rstd) = row_stats(row, eps);
         for (((y, &x), &gamma), &beta) in y.iter_mut().zip(row).zip(scale).zip(shift) {
@@ -65,8 +65,7 @@ pub(crate) fn layer_norm_backward<T: Float>(
     let dim = scale.len().max(1);
     let n = T::from_usize(scale.len());
     let rows = || input.data.chunks_exact(dim).zip(g.data.chunks_exact(dim));
-    if sink.wants(x) {
-        let mut dx = sink.pool.take(input.len());
+    sink.contribute(x, |dx| {
         for ((row, g_row), dx_row) in rows().zip(dx.chunks_exact_mut(dim)) {
             let (mean, rstd) = row_stats(row, eps);
             let (mut mean_g, mut mean_gx) = (T::zero(), T::zero());
@@ -81,23 +80,18 @@ pub(crate) fn layer_norm_backward<T: Float>(
                 *d = (g * gamma - mean_g - x_hat * mean_gx) * rstd;
             }
         }
-        sink.add(x, dx);
-    }
-    if sink.wants(gamma) {
-        let mut d_gamma = sink.pool.take_zeroed(scale.len());
+    });
+    sink.contribute_zeroed(gamma, |d_gamma| {
         for (row, g_row) in rows() {
             let (mean, rstd) = row_stats(row, eps);
             for ((d, &x), &g) in d_gamma.iter_mut().zip(row).zip(g_row) {
                 *d += g * (x - mean) * rstd;
             }
         }
-        sink.add(gamma, d_gamma);
-    }
-    if sink.wants(beta) {
-        let mut d_beta = sink.pool.take_zeroed(scale.len());
+    });
+    sink.contribute_zeroed(beta, |d_beta| {
         for (_, g_row) in rows() {
             d_beta.iter_mut().zip(g_row).for_each(|(d, &g)| *d += g);
         }
-        sink.add(beta, d_beta);
-    }
+    });
 }

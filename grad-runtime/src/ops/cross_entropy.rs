@@ -1,56 +1,18 @@
-//! Losses: `mse` and `cross_entropy`.
+//! `cross_entropy`: fused log-softmax and negative log-likelihood of
+//! integer class targets.
 
 use std::panic::Location;
 
 use ndarray::IxDyn;
 
-use crate::backward::GradSink;
 use crate::error::ErrorKind;
 use crate::ops::Op;
+use crate::ops::axis::AxisLanes;
+use crate::ops::sink::GradSink;
+use crate::ops::softmax::softmax_lane;
 use crate::tape::NodeId;
 use crate::tensor::Tensor;
 use crate::{Float, Tape, Var};
-
-/// Mean squared error `mean((y - t)²)` over every element, as a scalar.
-/// `y` and `t` must have the same shape (no broadcasting: a silently
-/// broadcast target is a classic bug).
-///
-/// Gradient: `g · 2 (y - t) / n` to `y` and its negation to `t`.
-#[track_caller]
-pub fn g_mse<T: Float>(tp: &mut Tape<T>, y: Var, t: Var) -> Var {
-    const NAME: &str = "g_mse";
-    let location = Location::caller();
-    let Some([y, t]) = tp.resolve(NAME, [y, t], location) else {
-        return tp.poisoned_var();
-    };
-    if tp.shape(y) != tp.shape(t) {
-        return tp.fail(NAME, ErrorKind::ShapeMismatch, &[y, t], location);
-    }
-    let (vy, vt) = (&tp.nodes[y].value.data, &tp.nodes[t].value.data);
-    let mut squares = tp.pool.take(vy.len());
-    for ((s, &y), &t) in squares.iter_mut().zip(vy).zip(vt) {
-        *s = (y - t) * (y - t);
-    }
-    let mean = super::reduce::sum_slice(&squares) / T::from_usize(squares.len());
-    tp.pool.give(squares);
-    let mut out = tp.output(IxDyn(&[]));
-    out.data[0] = mean;
-    tp.push(Op::Mse(y, t), out)
-}
-
-pub(crate) fn mse_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, y: NodeId, t: NodeId) {
-    let (vy, vt) = (sink.value(y), sink.value(t));
-    let scale = (g.data[0] + g.data[0]) / T::from_usize(vy.len());
-    for (x, sign) in [(y, T::one()), (t, -T::one())] {
-        if sink.wants(x) {
-            let mut contribution = sink.pool.take(vy.len());
-            for ((c, &y), &t) in contribution.iter_mut().zip(&vy.data).zip(&vt.data) {
-                *c = sign * scale * (y - t);
-            }
-            sink.add(x, contribution);
-        }
-    }
-}
 
 /// Cross-entropy of `logits: [N, C]` against integer class `targets` (one
 /// per row, each in `0..C`): `mean over n of -log_softmax(logits[n])[targets[n]]`,
@@ -79,7 +41,7 @@ pub fn g_cross_entropy<T: Float>(tp: &mut Tape<T>, logits: Var, targets: &[usize
         let kind = ErrorKind::IndexOutOfRange { what: "target class", position, index, len: classes };
         return tp.fail(NAME, kind, &[logits], location);
     }
-    let x = &tp.nodes[logits].value.data;
+    let x = &tp.value_of(logits).data;
     let total = x.chunks_exact(classes.max(1)).zip(targets).fold(T::zero(), |sum, (row, &t)| sum + row_loss(row, t));
     let mut out = tp.output(IxDyn(&[]));
     out.data[0] = total / T::from_usize(rows);
@@ -101,25 +63,16 @@ pub(crate) fn cross_entropy_backward<T: Float>(
     logits: NodeId,
     targets: &[usize],
 ) {
-    if !sink.wants(logits) {
-        return;
-    }
     let x = sink.value(logits);
     let classes = x.shape()[1];
     let scale = g.data[0] / T::from_usize(targets.len());
-    let mut contribution = sink.pool.take(x.len());
-    let rows = x.data.chunks_exact(classes).zip(contribution.chunks_exact_mut(classes));
-    for ((row, grad_row), &t) in rows.zip(targets) {
-        let max = row.iter().fold(T::neg_infinity(), |m, &v| m.max(v));
-        let mut total = T::zero();
-        for (d, &v) in grad_row.iter_mut().zip(row) {
-            *d = (v - max).exp();
-            total += *d;
+    let rows = AxisLanes { outer: targets.len(), len: classes, inner: 1 };
+    sink.contribute(logits, |c| {
+        for (row, &t) in targets.iter().enumerate() {
+            let start = row * classes;
+            softmax_lane(&x.data, c, rows, start);
+            c[start..start + classes].iter_mut().for_each(|d| *d *= scale);
+            c[start + t] -= scale;
         }
-        for d in grad_row.iter_mut() {
-            *d = *d / total * scale;
-        }
-        grad_row[t] -= scale;
-    }
-    sink.add(logits, contribution);
+    });
 }

@@ -1,11 +1,17 @@
 //! The tape: a single-owner arena of nodes, appended in creation order.
+//! Ops reach it through the methods at the end of this file (resolve their
+//! input handles, read values, take output buffers, push a node); the
+//! reverse walk is `backward.rs`.
 
+mod backward;
+
+use std::fmt;
 use std::panic::Location;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use ndarray::{ArrayViewD, Dimension, IxDyn};
 
-use crate::error::{ErrorKind, GradError};
+use crate::error::{ErrorKind, GradError, ShapeDisplay};
 use crate::ops::Op;
 use crate::pool::BufferPool;
 use crate::tensor::{Tensor, TensorInput, tensor_from_input};
@@ -18,10 +24,10 @@ pub(crate) type NodeId = usize;
 static NEXT_TAPE_ID: AtomicU32 = AtomicU32::new(1);
 
 pub(crate) struct Node<T> {
-    pub(crate) op: Op<T>,
+    op: Op<T>,
     pub(crate) value: Tensor<T>,
     /// The tape's generation when the node was made; a `Var` must match it.
-    pub(crate) generation: u32,
+    generation: u32,
     /// A parameter, or computed from one: backward visits only these.
     pub(crate) requires_grad: bool,
 }
@@ -53,13 +59,13 @@ pub(crate) struct Node<T> {
 pub struct Tape<T: Float = f32> {
     id: u32,
     generation: u32,
-    pub(crate) nodes: Vec<Node<T>>,
+    nodes: Vec<Node<T>>,
     /// One gradient slot per node, apart from `nodes` so that backward can
     /// read values while it writes gradients. `None` means zeros.
-    pub(crate) grads: Vec<Option<Tensor<T>>>,
-    pub(crate) pool: BufferPool<T>,
+    grads: Vec<Option<Tensor<T>>>,
+    pool: BufferPool<T>,
     /// Recycled index buffers (class targets, embedding ids) of ops that keep them.
-    pub(crate) index_pool: BufferPool<usize>,
+    index_pool: BufferPool<usize>,
     /// Backing store for the view `grad` returns for an untouched node.
     zeros: Vec<T>,
     error: Option<GradError>,
@@ -326,8 +332,36 @@ impl<T: Float> Tape<T> {
         self.nodes[id].value.shape()
     }
 
+    /// The value of a node: how every op reads its inputs.
     pub(crate) fn value_of(&self, id: NodeId) -> &Tensor<T> {
         &self.nodes[id].value
+    }
+
+    /// Whether the node was made by [`param`](Tape::param).
+    pub(crate) fn is_param(&self, id: NodeId) -> bool {
+        matches!(self.nodes[id].op, Op::Param)
+    }
+
+    /// The gradient of a node, `None` when backward did not reach it.
+    pub(crate) fn grad_of(&self, id: NodeId) -> Option<&Tensor<T>> {
+        self.grads[id].as_ref()
+    }
+
+    /// A node's value to update in place, and its gradient: what an
+    /// optimizer step needs of one parameter.
+    pub(crate) fn value_and_grad_mut(&mut self, id: NodeId) -> (&mut [T], Option<&[T]>) {
+        (&mut self.nodes[id].value.data, self.grads[id].as_ref().map(|g| g.data.as_slice()))
+    }
+
+    /// A scratch buffer of `len` elements with unspecified contents; hand
+    /// it back with [`recycle`](Tape::recycle).
+    pub(crate) fn scratch(&mut self, len: usize) -> Vec<T> {
+        self.pool.take(len)
+    }
+
+    /// Returns a scratch buffer to the pool.
+    pub(crate) fn recycle(&mut self, buffer: Vec<T>) {
+        self.pool.give(buffer);
     }
 
     /// An output buffer of `shape` with unspecified contents, from the pool.
@@ -365,6 +399,32 @@ impl<T: Float> Tape<T> {
     fn mark_is_live(&self, mark: Mark) -> bool {
         let len = mark.len();
         len <= self.nodes.len() && (len == 0 || self.nodes[len - 1].generation <= mark.generation)
+    }
+}
+
+/// Lists the nodes, one per line: index, the op that made it, its shape.
+///
+/// ```
+/// use grad_runtime::{g_relu, Tape};
+/// use ndarray::array;
+///
+/// let mut tape = Tape::<f32>::new();
+/// let x = tape.param(array![[1.0, -2.0]]);
+/// g_relu(&mut tape, x);
+/// let listing = format!("{tape:?}");
+/// assert!(listing.contains("#0 Tape::param [1, 2]"));
+/// assert!(listing.contains("#1 g_relu [1, 2]"));
+/// ```
+impl<T: Float> fmt::Debug for Tape<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "Tape {} ({} nodes, generation {}) {{", self.id, self.nodes.len(), self.generation)?;
+        for (index, node) in self.nodes.iter().enumerate() {
+            writeln!(f, "    #{index} {} {}", node.op.name(), ShapeDisplay(node.value.shape()))?;
+        }
+        if let Some(error) = &self.error {
+            writeln!(f, "    poisoned: {error}")?;
+        }
+        write!(f, "}}")
     }
 }
 

@@ -1,0 +1,120 @@
+//! [`GradSink`]: what a backward rule sees. It reads every node's value and
+//! sums contributions into gradient slots; [`GradSink::contribute`] does
+//! the "does this input want a gradient at all" check once for every rule.
+
+use crate::Float;
+use crate::broadcast::reduce_into;
+use crate::pool::BufferPool;
+use crate::tape::{Node, NodeId};
+use crate::tensor::Tensor;
+
+/// The view of the tape a backward rule gets: every node's value (read) and
+/// every gradient slot (summed into), plus the buffer pool for scratch space.
+pub(crate) struct GradSink<'a, T> {
+    nodes: &'a [Node<T>],
+    grads: &'a mut [Option<Tensor<T>>],
+    pool: &'a mut BufferPool<T>,
+}
+
+impl<'a, T: Float> GradSink<'a, T> {
+    pub(crate) fn new(nodes: &'a [Node<T>], grads: &'a mut [Option<Tensor<T>>], pool: &'a mut BufferPool<T>) -> Self {
+        GradSink { nodes, grads, pool }
+    }
+
+    /// The value of a node (borrowed from the tape, not from the sink, so a
+    /// rule can hold it while it contributes).
+    pub(crate) fn value(&self, id: NodeId) -> &'a Tensor<T> {
+        let nodes: &'a [Node<T>] = self.nodes;
+        &nodes[id].value
+    }
+
+    /// Whether `id` needs a gradient at all: constants, and everything
+    /// computed from constants alone, do not.
+    pub(crate) fn wants(&self, id: NodeId) -> bool {
+        self.nodes[id].requires_grad
+    }
+
+    /// Adds a contribution to `x`'s gradient, if `x` wants one: `fill`
+    /// writes every element of a buffer laid out in `x`'s shape (its prior
+    /// contents are unspecified). The first contribution is moved into the
+    /// slot, later ones are added to it.
+    pub(crate) fn contribute(&mut self, x: NodeId, fill: impl FnOnce(&mut [T])) {
+        if !self.wants(x) {
+            return;
+        }
+        let mut contribution = self.pool.take(self.value(x).len());
+        fill(&mut contribution);
+        self.add(x, contribution);
+    }
+
+    /// Like [`contribute`](GradSink::contribute), but `fill` adds into a
+    /// buffer of zeros: for rules that scatter (several output elements
+    /// add into one input element).
+    pub(crate) fn contribute_zeroed(&mut self, x: NodeId, fill: impl FnOnce(&mut [T])) {
+        if !self.wants(x) {
+            return;
+        }
+        let mut contribution = self.pool.take_zeroed(self.value(x).len());
+        fill(&mut contribution);
+        self.add(x, contribution);
+    }
+
+    /// Adds a contribution formed on a broadcast output of shape `on`
+    /// (`fill` writes every element of a buffer of that shape) and summed
+    /// back to `x`'s shape: the gradient of an operand NumPy broadcasting
+    /// stretched. When `x` has the output's shape nothing is summed.
+    pub(crate) fn contribute_broadcast(&mut self, x: NodeId, on: &[usize], fill: impl FnOnce(&mut [T])) {
+        if !self.wants(x) {
+            return;
+        }
+        let x_shape = self.value(x).shape();
+        let mut on_output = self.pool.take(on.iter().product());
+        fill(&mut on_output);
+        if x_shape == on {
+            self.add(x, on_output);
+            return;
+        }
+        let mut contribution = self.pool.take_zeroed(self.value(x).len());
+        reduce_into(&on_output, on, x_shape, &mut contribution);
+        self.pool.give(on_output);
+        self.add(x, contribution);
+    }
+
+    /// Adds `g` (of the broadcast output's shape `on`) summed back to `x`'s
+    /// shape, negated after the sum when `negate`: the contribution of
+    /// `a + b` to each operand, and of `a - b` to `b`.
+    pub(crate) fn contribute_summed(&mut self, x: NodeId, g: &[T], on: &[usize], negate: bool) {
+        let x_shape = self.value(x).shape();
+        let finish = |c: &mut [T]| {
+            if negate {
+                c.iter_mut().for_each(|c| *c = -*c);
+            }
+        };
+        if x_shape == on {
+            self.contribute(x, |c| {
+                c.copy_from_slice(g);
+                finish(c);
+            });
+        } else {
+            self.contribute_zeroed(x, |c| {
+                reduce_into(g, on, x_shape, c);
+                finish(c);
+            });
+        }
+    }
+
+    /// Sums `contribution` (laid out in `id`'s shape) into `id`'s gradient.
+    /// The first contribution is moved in, not added to zeros.
+    pub(crate) fn add(&mut self, id: NodeId, contribution: Vec<T>) {
+        debug_assert_eq!(contribution.len(), self.nodes[id].value.len());
+        match &mut self.grads[id] {
+            Some(grad) => {
+                grad.data.iter_mut().zip(&contribution).for_each(|(g, &c)| *g += c);
+                self.pool.give(contribution);
+            }
+            slot @ None => {
+                *slot = Some(Tensor::new(self.nodes[id].value.shape.clone(), contribution));
+            }
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! `Tape::backward`: one reverse walk over the nodes. Each node hands its
+//! gradient to its inputs through [`Op::backward`](crate::ops::Op), whose
+//! one `match` has an arm per backward rule.
+
+use std::panic::Location;
+
+use ndarray::{ArrayBase, Data, Dimension};
+
+use crate::error::{ErrorKind, GradError};
+use crate::ops::Op;
+use crate::ops::sink::GradSink;
+use crate::{Float, Tape, Var};
+
+impl<T: Float> Tape<T> {
+    /// Computes the gradient of `loss` with respect to every node it depends
+    /// on (a non-scalar loss means its sum): the loss is seeded with ones,
+    /// the tape is walked once in reverse, and each node's contributions are
+    /// summed into its gradient slot.
+    ///
+    /// Gradients of intermediate nodes are recomputed from scratch on every
+    /// call; those of parameters accumulate across calls until
+    /// [`reset_to`](Tape::reset_to) clears them (as in PyTorch, which makes
+    /// gradient accumulation over micro-batches one extra `backward`).
+    ///
+    /// Returns the tape's error if it is poisoned; parameters and their
+    /// gradients are then left untouched.
+    #[track_caller]
+    pub fn backward(&mut self, loss: Var) -> Result<(), GradError> {
+        self.backward_seeded(loss, None, Location::caller())
+    }
+
+    /// Like [`backward`](Tape::backward) but seeds the loss's gradient with
+    /// `seed` instead of ones: the vector-Jacobian product of `loss` with
+    /// `seed`. `seed` must have the loss's shape.
+    ///
+    /// ```
+    /// use grad_runtime::{g_muls, Tape};
+    /// use ndarray::array;
+    ///
+    /// let mut tape = Tape::<f64>::new();
+    /// let x = tape.param(array![1.0, 2.0]);
+    /// let y = g_muls(&mut tape, x, 3.0);
+    /// tape.backward_with(y, &array![10.0, 100.0])?;
+    /// assert_eq!(tape.grad(x), array![30.0, 300.0].into_dyn());
+    /// # Ok::<(), grad_runtime::GradError>(())
+    /// ```
+    #[track_caller]
+    pub fn backward_with<S: Data<Elem = T>, D: Dimension>(
+        &mut self,
+        loss: Var,
+        seed: &ArrayBase<S, D>,
+    ) -> Result<(), GradError> {
+        self.backward_seeded(loss, Some(seed.view().into_dyn()), Location::caller())
+    }
+
+    fn backward_seeded(
+        &mut self,
+        loss: Var,
+        seed: Option<ndarray::ArrayViewD<'_, T>>,
+        location: &'static Location<'static>,
+    ) -> Result<(), GradError> {
+        const OP: &str = "Tape::backward";
+        if let Some(error) = self.error() {
+            return Err(error.clone());
+        }
+        let loss = self.check_or_error(OP, loss, location)?;
+        let loss_shape = self.shape(loss);
+        if let Some(seed) = &seed
+            && seed.shape() != loss_shape
+        {
+            let shapes = vec![loss_shape.to_vec(), seed.shape().to_vec()];
+            return Err(GradError::new(OP, ErrorKind::ShapeMismatch, shapes, location));
+        }
+
+        self.clear_intermediate_grads();
+        let mut seed_data = self.pool.take(self.nodes[loss].value.len());
+        match &seed {
+            Some(seed) => seed_data.iter_mut().zip(seed.iter()).for_each(|(s, &v)| *s = v),
+            None => seed_data.fill(T::one()),
+        }
+        let mut sink = GradSink::new(&self.nodes, &mut self.grads, &mut self.pool);
+        sink.add(loss, seed_data);
+
+        for id in (0..=loss).rev() {
+            let node = &self.nodes[id];
+            if !node.requires_grad {
+                continue;
+            }
+            // The gradient leaves its slot while the rule runs, so the rule
+            // can read it while it sums into the inputs' slots.
+            let Some(g) = self.grads[id].take() else { continue };
+            let mut sink = GradSink::new(&self.nodes, &mut self.grads, &mut self.pool);
+            node.op.backward(&mut sink, &g, &node.value);
+            self.grads[id] = Some(g);
+        }
+        Ok(())
+    }
+
+    /// Clears every gradient except the parameters' (which accumulate).
+    fn clear_intermediate_grads(&mut self) {
+        for (node, slot) in self.nodes.iter().zip(self.grads.iter_mut()) {
+            if !matches!(node.op, Op::Param)
+                && let Some(grad) = slot.take()
+            {
+                self.pool.give(grad.data);
+            }
+        }
+    }
+}
