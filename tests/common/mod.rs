@@ -56,6 +56,13 @@ pub fn grads_of_sum(inputs: &[ArrayD<f64>], f: impl Fn(&mut Tape<f64>, &[Var]) -
     vars.iter().map(|&v| tape.grad(v).to_owned()).collect()
 }
 
+/// The gradient of `sum(op(x))` for a vector `x`: each element's derivative.
+pub fn unary_grad(x: &[f64], op: impl Fn(&mut Tape<f64>, Var) -> Var) -> Vec<f64> {
+    let input = ArrayD::from_shape_vec(IxDyn(&[x.len()]), x.to_vec()).expect("a vector");
+    let g = grads_with(&[input], &ArrayD::ones(IxDyn(&[x.len()])), |tp, v| op(tp, v[0]));
+    g[0].iter().copied().collect()
+}
+
 /// The value of `f(inputs)` with `inputs` as constants.
 pub fn forward(inputs: &[ArrayD<f64>], f: impl Fn(&mut Tape<f64>, &[Var]) -> Var) -> ArrayD<f64> {
     let mut tape = Tape::<f64>::new();
@@ -63,6 +70,11 @@ pub fn forward(inputs: &[ArrayD<f64>], f: impl Fn(&mut Tape<f64>, &[Var]) -> Var
     let out = f(&mut tape, &vars);
     assert!(tape.is_ok(), "{:?}", tape.error());
     tape.value(out).to_owned()
+}
+
+/// A 0-d array holding `x`.
+pub fn scalar(x: f64) -> ArrayD<f64> {
+    ArrayD::from_elem(IxDyn(&[]), x)
 }
 
 /// `first, first + 1, ...` in row-major order: inputs whose sums and

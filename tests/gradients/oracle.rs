@@ -1,6 +1,8 @@
 //! Replays every gradient case of the PyTorch oracles (float64, format in
 //! `tests/data/ORACLE_FORMAT.md`): forward values and vector-Jacobian
-//! products must agree to 1e-10 relative.
+//! products must agree to 1e-10 relative. Each case is built by the
+//! `replay` of the module that tests its op (a composite case, a small
+//! program across modules, is built here).
 //!
 //! - `oracle_cases.json`: the project's shared oracle, every seed op. Its
 //!   optimizer cases (kind "optim") are replayed by `tests/optim_oracle.rs`.
@@ -14,6 +16,95 @@ use serde_json::Value;
 
 const RTOL: f64 = 1e-10;
 const ATOL: f64 = 1e-12;
+
+/// A tested module's `replay`: builds the case if the op is one of its own.
+type Replay = fn(&Case, &mut Tape<f64>) -> Option<Var>;
+
+/// Every tested module's `replay`.
+const REPLAYS: [Replay; 10] = [
+    super::arithmetic::replay,
+    super::unary::replay,
+    super::reduce::replay,
+    super::matmul::replay,
+    super::layout::replay,
+    super::softmax::replay,
+    super::mse::replay,
+    super::cross_entropy::replay,
+    super::embedding::replay,
+    super::layer_norm::replay,
+];
+
+/// One oracle case with its inputs on a tape, as a module's `replay` reads it.
+pub struct Case<'a> {
+    value: &'a Value,
+    inputs: Vec<Input>,
+}
+
+/// An oracle input on the tape: a differentiable parameter, a float
+/// constant, or integer class indices.
+enum Input {
+    Var(Var),
+    Indices(Vec<usize>),
+}
+
+impl Case<'_> {
+    /// The op name, in PyTorch's words (`add`, `softmax`, `add_scalar`).
+    pub fn op(&self) -> &str {
+        self.value["op"].as_str().expect("every case names its op")
+    }
+
+    /// Float input `k`.
+    pub fn x(&self, k: usize) -> Var {
+        match &self.inputs[k] {
+            Input::Var(v) => *v,
+            Input::Indices(_) => panic!("{}: input {k} is integer indices, expected a float input", self.name()),
+        }
+    }
+
+    /// Integer input `k` (class targets, embedding ids).
+    pub fn indices(&self, k: usize) -> &[usize] {
+        match &self.inputs[k] {
+            Input::Indices(ids) => ids,
+            Input::Var(_) => panic!("{}: input {k} is a float input, expected integer indices", self.name()),
+        }
+    }
+
+    /// The float argument `name`.
+    pub fn number(&self, name: &str) -> f64 {
+        self.args()[name].as_f64().unwrap_or_else(|| panic!("{}: argument `{name}` is not a number", self.name()))
+    }
+
+    /// The `axis` argument, if the case has one (negative counts from the end).
+    pub fn axis(&self) -> Option<isize> {
+        self.args()["axis"].as_i64().map(|a| a as isize)
+    }
+
+    /// The non-negative integer argument `name`.
+    pub fn index(&self, name: &str) -> usize {
+        self.args()[name].as_u64().unwrap_or_else(|| panic!("{}: argument `{name}` is not an index", self.name()))
+            as usize
+    }
+
+    /// The boolean argument `name`.
+    pub fn flag(&self, name: &str) -> bool {
+        self.args()[name].as_bool().unwrap_or_else(|| panic!("{}: argument `{name}` is not a bool", self.name()))
+    }
+
+    /// The list-of-sizes argument `name`.
+    pub fn usizes(&self, name: &str) -> Vec<usize> {
+        let list =
+            self.args()[name].as_array().unwrap_or_else(|| panic!("{}: argument `{name}` is not a list", self.name()));
+        list.iter().map(|d| d.as_u64().unwrap() as usize).collect()
+    }
+
+    fn args(&self) -> &Value {
+        &self.value["args"]
+    }
+
+    fn name(&self) -> &str {
+        self.value["name"].as_str().unwrap()
+    }
+}
 
 fn cases(text: &str) -> Vec<Value> {
     let file: Value = serde_json::from_str(text).expect("oracle file is JSON");
@@ -32,93 +123,20 @@ fn indices(value: &Value) -> Vec<usize> {
     value["data"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as usize).collect()
 }
 
-/// An oracle input on the tape: a differentiable parameter, a float
-/// constant, or integer class indices.
-enum Input {
-    Var(Var),
-    Indices(Vec<usize>),
-}
-
-impl Input {
-    fn var(&self) -> Var {
-        match self {
-            Input::Var(v) => *v,
-            Input::Indices(_) => panic!("expected a float input"),
-        }
-    }
-    fn indices(&self) -> &[usize] {
-        match self {
-            Input::Indices(ids) => ids,
-            Input::Var(_) => panic!("expected integer indices"),
-        }
-    }
-}
-
-fn axis_arg(args: &Value) -> Option<isize> {
-    args["axis"].as_i64().map(|a| a as isize)
-}
-
-fn usizes(value: &Value) -> Vec<usize> {
-    value.as_array().unwrap().iter().map(|d| d.as_u64().unwrap() as usize).collect()
-}
-
 /// Builds the case's program on the tape, in the library's op names.
-fn build(case: &Value, tp: &mut Tape<f64>, inputs: &[Input]) -> Var {
-    let args = &case["args"];
-    let x = |k: usize| inputs[k].var();
-    let op = case["op"].as_str().unwrap();
-    match op {
-        "add" => g_add(tp, x(0), x(1)),
-        "sub" => g_sub(tp, x(0), x(1)),
-        "mul" => g_mul(tp, x(0), x(1)),
-        "div" => g_div(tp, x(0), x(1)),
-        "neg" => g_neg(tp, x(0)),
-        "add_scalar" => g_adds(tp, x(0), args["scalar"].as_f64().unwrap()),
-        "mul_scalar" => g_muls(tp, x(0), args["scalar"].as_f64().unwrap()),
-        "relu" => g_relu(tp, x(0)),
-        "sigmoid" => g_sigmoid(tp, x(0)),
-        "tanh" => g_tanh(tp, x(0)),
-        "exp" => g_exp(tp, x(0)),
-        "log" => g_log(tp, x(0)),
-        "sqrt" => g_sqrt(tp, x(0)),
-        "sum" | "mean" => {
-            let keepdim = args["keepdim"].as_bool().unwrap();
-            match (op, axis_arg(args)) {
-                ("sum", None) => g_sum(tp, x(0)),
-                ("mean", None) => g_mean(tp, x(0)),
-                ("sum", Some(axis)) => g_sum_axis(tp, x(0), axis, keepdim),
-                (_, Some(axis)) => g_mean_axis(tp, x(0), axis, keepdim),
-                _ => unreachable!(),
-            }
-        }
-        "matmul" => g_matmul(tp, x(0), x(1)),
-        "bmm" => g_bmm(tp, x(0), x(1)),
-        "transpose" => g_transpose(tp, x(0)),
-        "reshape" => g_reshape(tp, x(0), &usizes(&args["shape"])),
-        "softmax" => g_softmax(tp, x(0), axis_arg(args).unwrap()),
-        "log_softmax" => g_log_softmax(tp, x(0), axis_arg(args).unwrap()),
-        "slice" => g_slice(tp, x(0), &usizes(&args["starts"]), &usizes(&args["stops"])),
-        "concat" => g_concat(tp, x(0), x(1), args["axis"].as_u64().unwrap() as usize),
-        "max" => g_max_axis(tp, x(0), axis_arg(args).unwrap(), args["keepdim"].as_bool().unwrap()),
-        "pow" => g_pow(tp, x(0), args["p"].as_f64().unwrap()),
-        "abs" => g_abs(tp, x(0)),
-        "leaky_relu" => g_leaky_relu(tp, x(0), args["slope"].as_f64().unwrap()),
-        "gelu" => g_gelu(tp, x(0)),
-        "silu" => g_silu(tp, x(0)),
-        "softplus" => g_softplus(tp, x(0)),
-        "clamp" => g_clamp(tp, x(0), args["lo"].as_f64().unwrap(), args["hi"].as_f64().unwrap()),
-        "embedding" => g_embedding(tp, x(0), inputs[1].indices()),
-        "layer_norm" => g_layer_norm(tp, x(0), x(1), x(2), args["eps"].as_f64().unwrap()),
-        "mse" => g_mse(tp, x(0), x(1)),
-        "cross_entropy" => g_cross_entropy(tp, x(0), inputs[1].indices()),
-        "composite" => build_composite(case, tp, inputs),
-        other => panic!("{}: op `{other}` has no replay: every oracle case must run", case["name"]),
+fn build(case: &Case, tp: &mut Tape<f64>) -> Var {
+    if case.op() == "composite" {
+        return build_composite(case, tp);
     }
+    REPLAYS
+        .iter()
+        .find_map(|replay| replay(case, tp))
+        .unwrap_or_else(|| panic!("{}: op `{}` has no replay: every oracle case must run", case.name(), case.op()))
 }
 
-fn build_composite(case: &Value, tp: &mut Tape<f64>, inputs: &[Input]) -> Var {
-    let x = |k: usize| inputs[k].var();
-    match case["name"].as_str().unwrap() {
+fn build_composite(case: &Case, tp: &mut Tape<f64>) -> Var {
+    let x = |k: usize| case.x(k);
+    match case.name() {
         "mul_self" => g_mul(tp, x(0), x(0)),
         "mlp_mse" | "mlp_cross_entropy" => {
             let (input, w1, b1, w2, b2) = (x(0), x(1), x(2), x(3), x(4));
@@ -127,10 +145,10 @@ fn build_composite(case: &Value, tp: &mut Tape<f64>, inputs: &[Input]) -> Var {
             let h = g_relu(tp, z);
             let hw = g_matmul(tp, h, w2);
             let y = g_add(tp, hw, b2);
-            if case["name"] == "mlp_mse" { g_mse(tp, y, x(5)) } else { g_cross_entropy(tp, y, inputs[5].indices()) }
+            if case.name() == "mlp_mse" { g_mse(tp, y, x(5)) } else { g_cross_entropy(tp, y, case.indices(5)) }
         }
         "attention_single_head" => {
-            let scale = case["args"]["scale"].as_f64().unwrap();
+            let scale = case.number("scale");
             let (input, wq, wk, wv) = (x(0), x(1), x(2), x(3));
             // numpy's broadcasting matmul: [B, T, D] @ [D, D].
             let q = g_matmul(tp, input, wq);
@@ -151,7 +169,7 @@ fn build_composite(case: &Value, tp: &mut Tape<f64>, inputs: &[Input]) -> Var {
             g_sum(tp, both)
         }
         "transformer_mlp_block" => {
-            let eps = case["args"]["eps"].as_f64().unwrap();
+            let eps = case.number("eps");
             let (input, gamma, beta, w1, b1, w2) = (x(0), x(1), x(2), x(3), x(4), x(5));
             let normed = g_layer_norm(tp, input, gamma, beta, eps);
             let hidden = g_matmul(tp, normed, w1);
@@ -199,7 +217,9 @@ fn replay(case: &Value) {
             }
         })
         .collect();
-    let out = build(case, &mut tape, &inputs);
+    let case = Case { value: case, inputs };
+    let out = build(&case, &mut tape);
+    let case = case.value;
     assert!(tape.is_ok(), "{name}: {}", tape.error().unwrap());
     assert_close(&format!("{name} output"), &tape.value(out).to_owned(), &array(&case["output"]));
 
@@ -214,7 +234,7 @@ fn replay(case: &Value) {
 
 #[test]
 fn every_gradient_case_of_the_pytorch_oracle_matches() {
-    let cases = cases(include_str!("data/oracle_cases.json"));
+    let cases = cases(include_str!("../data/oracle_cases.json"));
     let grad_cases: Vec<&Value> = cases.iter().filter(|c| c["kind"] == "grad").collect();
     let optim_cases = cases.iter().filter(|c| c["kind"] == "optim").count();
     assert_eq!(grad_cases.len() + optim_cases, cases.len(), "every case is kind grad or optim");
@@ -227,7 +247,7 @@ fn every_gradient_case_of_the_pytorch_oracle_matches() {
 
 #[test]
 fn every_case_of_the_extra_pytorch_oracle_matches() {
-    let cases = cases(include_str!("data/oracle_extra.json"));
+    let cases = cases(include_str!("../data/oracle_extra.json"));
     for case in &cases {
         assert_eq!(case["kind"], "grad");
         replay(case);

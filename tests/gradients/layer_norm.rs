@@ -1,0 +1,47 @@
+//! `ops/layer_norm.rs`: layer normalization over the last axis.
+
+use grad_runtime::*;
+use ndarray::{ArrayD, IxDyn, array};
+
+use crate::common::{Rng, check_finite_differences, forward, grads_with};
+use crate::oracle::Case;
+
+/// The oracle cases of this module's op.
+pub fn replay(case: &Case, tp: &mut Tape<f64>) -> Option<Var> {
+    (case.op() == "layer_norm").then(|| g_layer_norm(tp, case.x(0), case.x(1), case.x(2), case.number("eps")))
+}
+
+#[test]
+fn layer_norm_finite_differences_for_all_three_inputs() {
+    let mut rng = Rng::new(47);
+    let inputs = [rng.normal_array(&[2, 3, 5]), rng.normal_array(&[5]), rng.normal_array(&[5])];
+    let program = |tp: &mut Tape<f64>, v: &[Var]| g_layer_norm(tp, v[0], v[1], v[2], 1e-5);
+    check_finite_differences("g_layer_norm", &program, &inputs, 7);
+}
+
+#[test]
+fn layer_norm_identities_hold_exactly() {
+    // Two-element rows normalize to exactly [-1, 1] whatever their values,
+    // so the input gradient is exactly zero; beta's gradient sums g.
+    let x = array![[3.0, 5.0], [-4.0, 10.0], [7.0, 1.0]].into_dyn();
+    let cot = array![[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]].into_dyn();
+    let inputs = [x.clone(), array![2.0, 3.0].into_dyn(), array![0.5, -0.5].into_dyn()];
+    let g = grads_with(&inputs, &cot, |tp, v| g_layer_norm(tp, v[0], v[1], v[2], 0.0));
+    assert_eq!(g[0], ArrayD::<f64>::zeros(IxDyn(&[3, 2])));
+    assert_eq!(g[1], array![-1.0 - 3.0 + 5.0, 2.0 + 4.0 - 6.0].into_dyn());
+    assert_eq!(g[2], array![9.0, 12.0].into_dyn());
+    let y = forward(&inputs, |tp, v| g_layer_norm(tp, v[0], v[1], v[2], 0.0));
+    assert_eq!(y, array![[-1.5, 2.5], [-1.5, 2.5], [2.5, -3.5]].into_dyn());
+}
+
+#[test]
+fn layer_norm_parameters_must_match_the_last_axis() {
+    let mut tape = Tape::<f32>::new();
+    let x = tape.constant(ArrayD::<f32>::zeros(IxDyn(&[4, 8])));
+    let gamma = tape.param(ArrayD::<f32>::ones(IxDyn(&[8])));
+    let beta = tape.param(ArrayD::<f32>::zeros(IxDyn(&[4])));
+    g_layer_norm(&mut tape, x, gamma, beta, 1e-5);
+    let error = tape.error().unwrap();
+    assert_eq!(error.kind(), &ErrorKind::ShapeMismatch);
+    assert!(error.to_string().contains("[4, 8] and [8] and [4]"), "{error}");
+}

@@ -1,0 +1,72 @@
+//! `ops/layout.rs`: `transpose`, `reshape`, `slice`, `concat`.
+
+use grad_runtime::*;
+use ndarray::{ArrayD, Axis, IxDyn, s};
+
+use crate::common::{Rng, check_finite_differences, grads_with, integers};
+use crate::oracle::Case;
+
+/// The oracle cases of this module's ops.
+pub fn replay(case: &Case, tp: &mut Tape<f64>) -> Option<Var> {
+    Some(match case.op() {
+        "transpose" => g_transpose(tp, case.x(0)),
+        "reshape" => g_reshape(tp, case.x(0), &case.usizes("shape")),
+        "slice" => g_slice(tp, case.x(0), &case.usizes("starts"), &case.usizes("stops")),
+        "concat" => g_concat(tp, case.x(0), case.x(1), case.index("axis")),
+        _ => return None,
+    })
+}
+
+#[test]
+fn layout_ops_finite_differences() {
+    let mut rng = Rng::new(24);
+    let x2 = rng.normal_array(&[3, 4]);
+    let x3 = rng.normal_array(&[2, 3, 4]);
+    check_finite_differences("g_transpose 2-D", &|tp, v| g_transpose(tp, v[0]), std::slice::from_ref(&x2), 7);
+    check_finite_differences("g_transpose 3-D", &|tp, v| g_transpose(tp, v[0]), std::slice::from_ref(&x3), 8);
+    check_finite_differences("g_reshape", &|tp, v| g_reshape(tp, v[0], &[6, 4]), std::slice::from_ref(&x3), 9);
+    let slice = |tp: &mut Tape<f64>, v: &[Var]| g_slice(tp, v[0], &[0, 1, 2], &[2, 3, 4]);
+    check_finite_differences("g_slice", &slice, std::slice::from_ref(&x3), 10);
+    let pair = [rng.normal_array(&[2, 3]), rng.normal_array(&[4, 3])];
+    check_finite_differences("g_concat axis 0", &|tp, v| g_concat(tp, v[0], v[1], 0), &pair, 11);
+    let pair = [rng.normal_array(&[3, 2]), rng.normal_array(&[3, 5])];
+    check_finite_differences("g_concat axis 1", &|tp, v| g_concat(tp, v[0], v[1], 1), &pair, 12);
+}
+
+#[test]
+fn layout_gradients_move_the_cotangent_back_exactly() {
+    let x = integers(&[2, 3, 4], 1.0);
+    let cot = integers(&[2, 4, 3], 1.0).mapv(|v| v * 10.0);
+    let g = grads_with(std::slice::from_ref(&x), &cot, |tp, v| g_transpose(tp, v[0]));
+    assert_eq!(g[0], cot.view().permuted_axes(IxDyn(&[0, 2, 1])));
+
+    let cot = integers(&[6, 4], 1.0);
+    let g = grads_with(std::slice::from_ref(&x), &cot, |tp, v| g_reshape(tp, v[0], &[6, 4]));
+    assert_eq!(g[0], cot.to_shape(IxDyn(&[2, 3, 4])).unwrap());
+
+    let cot = integers(&[2, 2, 2], 1.0);
+    let g = grads_with(std::slice::from_ref(&x), &cot, |tp, v| g_slice(tp, v[0], &[0, 1, 2], &[2, 3, 4]));
+    let mut want = ArrayD::<f64>::zeros(IxDyn(&[2, 3, 4]));
+    want.slice_mut(s![.., 1..3, 2..4]).assign(&cot);
+    assert_eq!(g[0], want);
+
+    let cot = integers(&[5, 3], 1.0);
+    let g = grads_with(&[integers(&[2, 3], 1.0), integers(&[3, 3], 1.0)], &cot, |tp, v| g_concat(tp, v[0], v[1], 0));
+    assert_eq!(g[0], cot.slice(s![..2, ..]).into_dyn());
+    assert_eq!(g[1], cot.slice(s![2.., ..]).into_dyn());
+}
+
+#[test]
+fn layout_forward_values_match_ndarray() {
+    let x = integers(&[2, 3, 4], 1.0);
+    let mut tape = Tape::<f64>::new();
+    let v = tape.constant(&x);
+    let t = g_transpose(&mut tape, v);
+    let r = g_reshape(&mut tape, v, &[4, 6]);
+    let sl = g_slice(&mut tape, v, &[1, 0, 1], &[2, 3, 3]);
+    let c = g_concat(&mut tape, v, v, 2);
+    assert_eq!(tape.value(t), x.view().permuted_axes(IxDyn(&[0, 2, 1])));
+    assert_eq!(tape.value(r), x.to_shape(IxDyn(&[4, 6])).unwrap());
+    assert_eq!(tape.value(sl), x.slice(s![1..2, 0..3, 1..3]).into_dyn());
+    assert_eq!(tape.value(c), ndarray::concatenate(Axis(2), &[x.view(), x.view()]).unwrap());
+}

@@ -1,0 +1,20 @@
+//! Every backward rule, checked three ways, one module per ops module of
+//! `grad-runtime/src/ops/` (same names): central finite differences in f64,
+//! an analytic identity that must hold to the bit, and the PyTorch float64
+//! oracles (`oracle.rs` replays them through each module's `replay`).
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod arithmetic;
+mod cross_entropy;
+mod dropout;
+mod embedding;
+mod layer_norm;
+mod layout;
+mod matmul;
+mod mse;
+mod oracle;
+mod reduce;
+mod softmax;
+mod unary;
