@@ -3,9 +3,11 @@
 
 use std::fmt;
 
-use proc_macro2::{Ident, Literal, Span, TokenStream, TokenTree};
+use proc_macro2::{Ident, Span, TokenStream, TokenTree};
 
+use crate::builtins::Builtin;
 use crate::error::SpanRange;
+use crate::literal::Number;
 
 /// `grad!(TAPE; DECLS; let a = ...; ...; RESULT)`.
 pub(crate) struct Block {
@@ -15,6 +17,8 @@ pub(crate) struct Block {
     pub(crate) decls: Vec<Decl>,
     pub(crate) stmts: Vec<Let>,
     pub(crate) result: Output,
+    /// The result's position among the `;`-separated parts.
+    pub(crate) result_part: usize,
 }
 
 /// What the block returns: one `Var`, or a tuple of them.
@@ -54,6 +58,9 @@ pub(crate) enum DeclDim {
 pub(crate) struct Let {
     pub(crate) name: Ident,
     pub(crate) value: Expr,
+    /// Its position among the block's `;`-separated parts (errors are
+    /// reported in part order).
+    pub(crate) part: usize,
 }
 
 /// An expression and the range of tokens it was parsed from.
@@ -77,10 +84,22 @@ pub(crate) enum ExprKind {
     Neg { op: Span, operand: Box<Expr> },
     /// `lhs op rhs`.
     Binary { op: BinOp, op_span: Span, lhs: Box<Expr>, rhs: Box<Expr> },
-    /// `f(args)`, or `args[0].f(args[1..])` when `method` is set.
-    Call { func: Path, args: Vec<Arg>, method: bool },
+    /// `f(args)`, or `args[0].f(args[1..])` when `method` is set; the
+    /// callee is resolved once, by the parser.
+    Call { func: Path, args: Vec<Arg>, method: bool, callee: Callee },
     /// `[a, b, ...]`: the dims of `reshape`, the starts and stops of `slice`.
     List(Vec<Expr>),
+}
+
+/// What a call calls.
+pub(crate) enum Callee {
+    /// The row of the built-in table with this name and argument count.
+    Builtin(&'static Builtin),
+    /// A built-in name with an argument count no row takes: the rows of
+    /// that name, for the message.
+    WrongArity(Vec<&'static Builtin>),
+    /// A function the DSL does not know: `f(a, b)` becomes `f(tape, a, b)`.
+    User,
 }
 
 /// A call argument: a DSL expression, or Rust tokens passed through
@@ -145,62 +164,6 @@ impl BinOp {
     }
 }
 
-/// A numeric literal, classified.
-#[derive(Clone)]
-pub(crate) struct Number {
-    pub(crate) token: Literal,
-    /// The literal without its suffix.
-    pub(crate) digits: String,
-    pub(crate) suffix: String,
-    /// The exact value of an integer literal (`None` for a float, or an
-    /// integer too large for `u128`).
-    pub(crate) int: Option<u128>,
-    pub(crate) is_float: bool,
-}
-
-impl Number {
-    /// Classifies a literal token; `None` for anything but a number.
-    pub(crate) fn parse(token: &Literal) -> Option<Number> {
-        let text = token.to_string();
-        if !text.starts_with(|c: char| c.is_ascii_digit()) {
-            return None;
-        }
-        let radix = match text.get(..2) {
-            Some("0x") => 16,
-            Some("0o") => 8,
-            Some("0b") => 2,
-            _ => 10,
-        };
-        const SUFFIXES: [&str; 14] =
-            ["f32", "f64", "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize"];
-        let suffix =
-            SUFFIXES.iter().find(|s| text.ends_with(*s) && !(radix == 16 && s.starts_with('f'))).map_or("", |s| s);
-        let digits = &text[..text.len() - suffix.len()];
-        let is_float = suffix.starts_with('f') || (radix == 10 && digits.contains(['.', 'e', 'E']));
-        let int = if is_float {
-            None
-        } else {
-            let body: String = digits.chars().skip(if radix == 10 { 0 } else { 2 }).filter(|&c| c != '_').collect();
-            u128::from_str_radix(&body, radix).ok()
-        };
-        Some(Number { token: token.clone(), digits: digits.to_string(), suffix: suffix.to_string(), int, is_float })
-    }
-
-    /// The literal as a float without suffix (`2` → `2.0`, `1.` → `1.0`),
-    /// or `None` for an integer too large to read.
-    pub(crate) fn float_digits(&self) -> Option<String> {
-        if self.is_float {
-            let mut digits = self.digits.clone();
-            if digits.ends_with('.') {
-                digits.push('0');
-            }
-            Some(digits)
-        } else {
-            self.int.map(|n| format!("{n}.0"))
-        }
-    }
-}
-
 /// Writes expressions back as DSL source, for messages: `relu(x @ w + b)`.
 impl fmt::Display for Expr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -220,7 +183,7 @@ impl fmt::Display for Expr {
                 write!(f, " {} ", op.symbol())?;
                 write_operand(f, rhs, op.precedence(), true)
             }
-            ExprKind::Call { func, args, method } => {
+            ExprKind::Call { func, args, method, .. } => {
                 let name = tokens_text(func.tokens.iter().cloned().collect());
                 let (receiver, rest) = match (method, args.split_first()) {
                     (true, Some((first, rest))) => (Some(first), rest),
@@ -324,30 +287,6 @@ pub(crate) fn tokens_text(tokens: TokenStream) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn number(text: &str) -> Number {
-        let TokenTree::Literal(lit) = text.parse::<TokenStream>().unwrap().into_iter().next().unwrap() else {
-            panic!("not a literal: {text}")
-        };
-        Number::parse(&lit).unwrap()
-    }
-
-    #[test]
-    fn numbers_are_classified_with_their_suffix_and_value() {
-        let n = number("2");
-        assert!(!n.is_float);
-        assert_eq!((n.int, n.float_digits().unwrap()), (Some(2), "2.0".to_string()));
-        let n = number("1_000usize");
-        assert_eq!((n.int, n.suffix.as_str()), (Some(1000), "usize"));
-        let n = number("0x1f32");
-        assert_eq!((n.int, n.suffix.as_str(), n.is_float), (Some(0x1f32), "", false));
-        let n = number("1e-3");
-        assert!(n.is_float && n.int.is_none());
-        let n = number("2.5f32");
-        assert_eq!((n.digits.as_str(), n.suffix.as_str(), n.is_float), ("2.5", "f32", true));
-        assert_eq!(number("1.").float_digits().unwrap(), "1.0");
-        assert_eq!(number("0b101").int, Some(5));
-    }
 
     #[test]
     fn rust_tokens_print_compactly() {

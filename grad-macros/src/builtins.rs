@@ -1,12 +1,18 @@
 //! Every built-in function of the DSL, in one table: its name, the runtime
 //! function it becomes, the kind of each argument and its shape rule.
 //!
-//! Adding a built-in is one row here (plus a [`Rule`] variant in
-//! `rules.rs` if no existing rule fits). The parser reads the argument
-//! kinds (arity, pass-through arguments), the shape pass reads the rule,
-//! and the expansion reads the runtime function and the kinds.
+//! Adding a built-in is one row here, in the section named for the
+//! runtime module that holds its op (`grad-runtime/src/ops/<module>.rs`),
+//! plus a [`Rule`] variant and function in `rules.rs` if no existing rule
+//! fits. The parser resolves each call to its row once (by name and
+//! argument count) and keeps it in the AST; validation checks the
+//! arguments against the row's kinds, the shape pass applies its rule, and
+//! the expansion calls its runtime function. `tests/builtins_link.rs`
+//! checks that every row's function exists in `grad_runtime` and that every
+//! runtime op has a row.
 
 use crate::ast::BinOp;
+use crate::rules::Rule;
 
 /// What an argument is, which decides how it is parsed and passed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,41 +44,6 @@ pub(crate) struct Param {
     pub(crate) name: &'static str,
     pub(crate) kind: Kind,
     pub(crate) default: Option<&'static str>,
-}
-
-/// How a built-in's output shape follows from its inputs'; implemented in `rules.rs`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Rule {
-    /// Elementwise on one tensor: the shape is kept.
-    Same,
-    /// Elementwise on two tensors with NumPy broadcasting.
-    Broadcast,
-    /// `a @ b`: `[.., m, k] @ [.., k, n]` → `[.., m, n]`, batch dims broadcast.
-    MatMul,
-    /// `[b, m, k]` and `[b, k, n]` → `[b, m, n]`.
-    Bmm,
-    /// The last two dims swapped.
-    Transpose,
-    /// To the listed dims; the element count must be kept.
-    Reshape,
-    /// Every element to one scalar `[]`.
-    ReduceAll,
-    /// Over one axis (removed, or kept as 1 with keepdim).
-    ReduceAxis,
-    /// Along an axis that must exist; the shape is kept.
-    Softmax,
-    /// `[starts]..[stops]`, one of each per dim.
-    Slice,
-    /// Joined along an axis; every other dim must be equal.
-    Concat,
-    /// Two tensors of one shape to a scalar `[]`.
-    Loss,
-    /// Logits `[n, c]` and class targets to a scalar `[]`.
-    CrossEntropy,
-    /// Rows of a table `[v, d]` gathered by ids: `[len(ids), d]`.
-    Embedding,
-    /// Normalized over the last dim `d`; gamma and beta are `[d]`.
-    LayerNorm,
 }
 
 /// A built-in function of the DSL.
@@ -130,7 +101,7 @@ const fn unary(name: &'static str, func: &'static str) -> Builtin {
 /// The built-ins, in the order the manual lists them. A name may have
 /// several rows with different arities (`sum(x)`, `sum(x, axis)`).
 pub(crate) const BUILTINS: &[Builtin] = &[
-    // Elementwise.
+    // ops/unary.rs (the operators of ops/arithmetic.rs are in `operator`).
     unary("relu", "g_relu"),
     unary("sigmoid", "g_sigmoid"),
     unary("tanh", "g_tanh"),
@@ -144,38 +115,42 @@ pub(crate) const BUILTINS: &[Builtin] = &[
     row("pow", "g_pow", &[X, param("p", Kind::Scalar)], Rule::Same),
     row("leaky_relu", "g_leaky_relu", &[X, param("slope", Kind::Scalar)], Rule::Same),
     row("clamp", "g_clamp", &[X, param("lo", Kind::Scalar), param("hi", Kind::Scalar)], Rule::Same),
-    // Reductions.
+    // ops/reduce.rs
     row("sum", "g_sum", &[X], Rule::ReduceAll),
     row("sum", "g_sum_axis", &[X, AXIS, KEEPDIM], Rule::ReduceAxis),
     row("mean", "g_mean", &[X], Rule::ReduceAll),
     row("mean", "g_mean_axis", &[X, AXIS, KEEPDIM], Rule::ReduceAxis),
     row("max", "g_max_axis", &[X, AXIS, KEEPDIM], Rule::ReduceAxis),
-    // Products and layout.
+    // ops/matmul.rs
     row("matmul", "g_matmul", &[A, B], Rule::MatMul),
     row("bmm", "g_bmm", &[A, B], Rule::Bmm),
+    // ops/layout.rs
     row("transpose", "g_transpose", &[X], Rule::Transpose),
     row("reshape", "g_reshape", &[X, param("dims", Kind::Dims)], Rule::Reshape),
     row("slice", "g_slice", &[X, param("starts", Kind::Dims), param("stops", Kind::Dims)], Rule::Slice),
     row("concat", "g_concat", &[A, B, param("axis", Kind::Index)], Rule::Concat),
-    // Along an axis.
+    // ops/softmax.rs
     row("softmax", "g_softmax", &[X, AXIS], Rule::Softmax),
     row("log_softmax", "g_log_softmax", &[X, AXIS], Rule::Softmax),
-    // Losses.
-    row("mse", "g_mse", &[param("y", Kind::Var), param("t", Kind::Var)], Rule::Loss),
+    // ops/mse.rs
+    row("mse", "g_mse", &[param("y", Kind::Var), param("t", Kind::Var)], Rule::Mse),
+    // ops/cross_entropy.rs
     row(
         "cross_entropy",
         "g_cross_entropy",
         &[param("logits", Kind::Var), param("targets", Kind::Rust)],
         Rule::CrossEntropy,
     ),
-    // Layers.
+    // ops/embedding.rs
     row("embedding", "g_embedding", &[param("table", Kind::Var), param("ids", Kind::Rust)], Rule::Embedding),
+    // ops/layer_norm.rs
     row(
         "layer_norm",
         "g_layer_norm",
         &[X, param("gamma", Kind::Var), param("beta", Kind::Var), param("eps", Kind::Scalar)],
         Rule::LayerNorm,
     ),
+    // ops/dropout.rs
     row(
         "dropout",
         "g_dropout",
@@ -203,13 +178,6 @@ pub(crate) fn resolve(name: &str, argc: usize) -> Result<Option<&'static Builtin
         Some(found) => Ok(Some(found)),
         None => Err(candidates),
     }
-}
-
-/// The kind of argument `index` of a call to `name` with `argc` arguments,
-/// when `name` is a built-in accepting that many.
-pub(crate) fn param_kind(name: &str, argc: usize, index: usize) -> Option<Kind> {
-    let builtin = resolve(name, argc).ok()??;
-    builtin.params.get(index).map(|p| p.kind)
 }
 
 /// The runtime function and shape rule of an operator.
@@ -260,12 +228,12 @@ mod tests {
         assert_eq!(resolve("softmax", 2).unwrap().unwrap().func, "g_softmax");
         assert!(resolve("linear", 2).unwrap().is_none());
         assert_eq!(resolve("softmax", 1).unwrap_err().len(), 1);
-        assert_eq!(param_kind("reshape", 2, 1), Some(Kind::Dims));
-        assert_eq!(param_kind("reshape", 3, 1), None);
+        assert_eq!(resolve("reshape", 2).unwrap().unwrap().params[1].kind, Kind::Dims);
+        assert!(resolve("reshape", 3).is_err());
         assert_eq!(BUILTINS.iter().find(|b| b.name == "softmax").unwrap().usage(), "softmax(x, axis)");
         assert_eq!(resolve("sum", 2).unwrap().unwrap().usage(), "sum(x, axis, keepdim = false)");
         assert_eq!(resolve("sum", 1).unwrap().unwrap().func, "g_sum");
         assert_eq!(resolve("sum", 3).unwrap().unwrap().func, "g_sum_axis");
-        assert_eq!(param_kind("dropout", 4, 2), Some(Kind::Rust));
+        assert_eq!(resolve("dropout", 4).unwrap().unwrap().params[2].kind, Kind::Rust);
     }
 }

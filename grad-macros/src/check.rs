@@ -5,10 +5,11 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::ast::{Arg, Block, DeclDim, Expr, ExprKind};
-use crate::builtins::{self, Kind, Rule};
+use crate::ast::{Arg, Block, Callee, DeclDim, Expr, ExprKind};
+use crate::builtins::{self, Kind};
 use crate::error::{Error, Errors, Result};
-use crate::rules::{self, Operand, Site};
+use crate::literal::{Size, integer_value, size};
+use crate::rules::{self, Operand, Rule, Site};
 use crate::shape::{Dim, Shape};
 
 /// What the pass knows of a name.
@@ -80,20 +81,17 @@ impl Checker {
                 };
                 self.apply(rule, &site, e)
             }
-            ExprKind::Call { func, args, .. } => {
-                let builtin = func.ident().and_then(|name| builtins::resolve(&name.to_string(), args.len()).ok()?);
-                match builtin {
-                    Some(builtin) => self.builtin(builtin, args, e),
-                    None => {
-                        for arg in args {
-                            if let Arg::Expr(inner) = arg {
-                                self.infer(inner);
-                            }
+            ExprKind::Call { args, callee, .. } => match callee {
+                Callee::Builtin(builtin) => self.builtin(builtin, args, e),
+                Callee::User | Callee::WrongArity(_) => {
+                    for arg in args {
+                        if let Arg::Expr(inner) = arg {
+                            self.infer(inner);
                         }
-                        Shape::Unknown
                     }
+                    Shape::Unknown
                 }
-            }
+            },
         }
     }
 
@@ -118,7 +116,7 @@ impl Checker {
                 Kind::Scalar => {
                     self.infer(arg);
                 }
-                Kind::Axis | Kind::Index => site.ints.push(integer(arg)),
+                Kind::Axis | Kind::Index => site.ints.push(integer_value(arg)),
                 Kind::Flag => site.flags.push(match &arg.kind {
                     ExprKind::Bool(b) => Some(b == "true"),
                     _ => None,
@@ -155,11 +153,15 @@ impl Checker {
     /// A dim of a `reshape` or `slice` list: a number, a declared symbol,
     /// or a product; a Rust value is unknown.
     fn dim(&self, e: &Expr) -> Dim {
-        match &e.kind {
-            ExprKind::Number(n) => n.int.map_or(Dim::Unknown, Dim::fixed),
-            ExprKind::Name(name) if self.symbols.contains(&name.to_string()) => Dim::sym(&name.to_string()),
-            ExprKind::Binary { op: crate::ast::BinOp::Mul, lhs, rhs, .. } => self.dim(lhs).times(&self.dim(rhs)),
-            _ => Dim::Unknown,
+        size(e).map_or(Dim::Unknown, |size| self.size_dim(&size))
+    }
+
+    fn size_dim(&self, size: &Size) -> Dim {
+        match size {
+            Size::Literal(n) => n.int.map_or(Dim::Unknown, Dim::fixed),
+            Size::Name(name) if self.symbols.contains(&name.to_string()) => Dim::sym(&name.to_string()),
+            Size::Product { lhs, rhs, .. } => self.size_dim(lhs).times(&self.size_dim(rhs)),
+            Size::Name(_) | Size::Rust(_) => Dim::Unknown,
         }
     }
 
@@ -172,14 +174,5 @@ impl Checker {
             ExprKind::Binary { lhs, rhs, .. } => self.is_scalar(lhs) && self.is_scalar(rhs),
             _ => false,
         }
-    }
-}
-
-/// The value of an integer literal, negated or not.
-fn integer(e: &Expr) -> Option<i128> {
-    match &e.kind {
-        ExprKind::Number(n) if !n.is_float => n.int.and_then(|v| i128::try_from(v).ok()),
-        ExprKind::Neg { operand, .. } => integer(operand).map(|v| -v),
-        _ => None,
     }
 }

@@ -116,6 +116,38 @@ impl Errors {
     }
 }
 
+/// Errors from the `;`-separated parts of a block, found by different
+/// stages (parsing, validation): reported in the order of the parts, so a
+/// user reads them top to bottom whichever stage found them.
+#[derive(Default)]
+pub(crate) struct PartErrors(Vec<(usize, Error)>);
+
+impl PartErrors {
+    /// Records `error`, found in part `part` (its position in the block).
+    pub(crate) fn push(&mut self, part: usize, error: Error) {
+        self.0.push((part, error));
+    }
+
+    /// Keeps the value of `result`, recording its error as part `part`'s.
+    pub(crate) fn keep<T>(&mut self, part: usize, result: Result<T>) -> Option<T> {
+        result.map_err(|e| self.push(part, e)).ok()
+    }
+
+    /// Adds `other`'s errors.
+    pub(crate) fn extend(&mut self, other: PartErrors) {
+        self.0.extend(other.0);
+    }
+
+    /// `Ok(value)` when nothing was recorded; else every error, by part
+    /// (errors of one part keep the order they were found in).
+    pub(crate) fn finish<T>(mut self, value: T) -> Result<T> {
+        self.0.sort_by_key(|&(part, _)| part);
+        let mut errors = Errors::default();
+        self.0.into_iter().for_each(|(_, error)| errors.push(error));
+        errors.finish(value)
+    }
+}
+
 fn compile_error(message: &Message) -> TokenStream {
     let (first, last) = (message.span.first, message.span.last);
     let mut text = Literal::string(&message.text);

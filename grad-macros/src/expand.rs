@@ -15,9 +15,10 @@ use std::collections::HashMap;
 use proc_macro2::{Ident, Literal, Span, TokenStream, TokenTree};
 use quote::{ToTokens, quote, quote_spanned};
 
-use crate::ast::{Arg, BinOp, Block, DeclDim, Expr, ExprKind, Output};
+use crate::ast::{Arg, BinOp, Block, Callee, DeclDim, Expr, ExprKind, Output};
 use crate::builtins::{self, Builtin, Kind};
 use crate::error::{Error, Errors, Result};
+use crate::literal::{Size, size};
 use crate::operand::{
     Value, as_written, as_written_number, dispatch_operand, matmul_number, negate, negative_number, not_a_number,
     number, unbraced,
@@ -32,55 +33,12 @@ enum NameKind {
 }
 
 pub(crate) fn expand(block: &Block) -> Result<TokenStream> {
-    let mut ex = Expander {
-        tape: Ident::new("__tape", Span::mixed_site()),
-        names: HashMap::new(),
-        symbols: Vec::new(),
-        used_symbols: Vec::new(),
-        stmts: Vec::new(),
-        temps: 0,
-    };
-    for decl in &block.decls {
-        ex.names.insert(decl.name.to_string(), NameKind::Var);
-        for dim in &decl.dims {
-            if let DeclDim::Sym(sym) = dim
-                && !ex.symbols.contains(&sym.to_string())
-            {
-                ex.symbols.push(sym.to_string());
-            }
-        }
-    }
+    let mut ex = Expander::new(block);
     let mut errors = Errors::default();
     for stmt in &block.stmts {
-        let name = &stmt.name;
-        let Some(value) = errors.keep(ex.value(&stmt.value)) else {
-            ex.names.insert(name.to_string(), NameKind::Ambiguous);
-            continue;
-        };
-        let kind = match &value {
-            Value::Var(_) => NameKind::Var,
-            Value::Number { .. } => NameKind::Number,
-            Value::Ambiguous(_) | Value::Flag(_) => NameKind::Ambiguous,
-        };
-        let tokens = match value {
-            Value::Var(t) | Value::Number { typed: t, .. } | Value::Ambiguous(t) | Value::Flag(t) => t,
-        };
-        ex.stmts.push(quote!(let #name = #tokens;));
-        ex.names.insert(name.to_string(), kind);
+        ex.statement(&stmt.name, &stmt.value, &mut errors);
     }
-    let tail = match &block.result {
-        Output::Single(e) => errors.keep(ex.value(e).and_then(|v| result(v, e))),
-        Output::Tuple(items) => {
-            // Every part but the last is bound first, so the ops run (and
-            // fail) in the order they are written.
-            let mut parts = Vec::new();
-            for (i, e) in items.iter().enumerate() {
-                let value = if i + 1 < items.len() { ex.operand(e) } else { ex.value(e) };
-                parts.extend(errors.keep(value.and_then(|v| result(v, e))));
-            }
-            Some(quote!((#(#parts),*)))
-        }
-    };
+    let tail = ex.tail(&block.result, &mut errors);
     let checks = ex.declaration_checks(block);
     let tape = &ex.tape;
     let tape_expr = &block.tape;
@@ -120,6 +78,64 @@ struct Expander {
 }
 
 impl Expander {
+    /// An expander that knows the block's declared inputs and symbols.
+    fn new(block: &Block) -> Expander {
+        let mut ex = Expander {
+            tape: Ident::new("__tape", Span::mixed_site()),
+            names: HashMap::new(),
+            symbols: Vec::new(),
+            used_symbols: Vec::new(),
+            stmts: Vec::new(),
+            temps: 0,
+        };
+        for decl in &block.decls {
+            ex.names.insert(decl.name.to_string(), NameKind::Var);
+            for dim in &decl.dims {
+                if let DeclDim::Sym(sym) = dim
+                    && !ex.symbols.contains(&sym.to_string())
+                {
+                    ex.symbols.push(sym.to_string());
+                }
+            }
+        }
+        ex
+    }
+
+    /// `let name = value;`, remembering what kind of value `name` holds.
+    fn statement(&mut self, name: &Ident, value: &Expr, errors: &mut Errors) {
+        let Some(value) = errors.keep(self.value(value)) else {
+            self.names.insert(name.to_string(), NameKind::Ambiguous);
+            return;
+        };
+        let kind = match &value {
+            Value::Var(_) => NameKind::Var,
+            Value::Number { .. } => NameKind::Number,
+            Value::Ambiguous(_) | Value::Flag(_) => NameKind::Ambiguous,
+        };
+        let tokens = match value {
+            Value::Var(t) | Value::Number { typed: t, .. } | Value::Ambiguous(t) | Value::Flag(t) => t,
+        };
+        self.stmts.push(quote!(let #name = #tokens;));
+        self.names.insert(name.to_string(), kind);
+    }
+
+    /// The block's value: one `Var` or a tuple of them.
+    fn tail(&mut self, output: &Output, errors: &mut Errors) -> Option<TokenStream> {
+        match output {
+            Output::Single(e) => errors.keep(self.value(e).and_then(|v| result(v, e))),
+            Output::Tuple(items) => {
+                // Every part but the last is bound first, so the ops run (and
+                // fail) in the order they are written.
+                let mut parts = Vec::new();
+                for (i, e) in items.iter().enumerate() {
+                    let value = if i + 1 < items.len() { self.operand(e) } else { self.value(e) };
+                    parts.extend(errors.keep(value.and_then(|v| result(v, e))));
+                }
+                Some(quote!((#(#parts),*)))
+            }
+        }
+    }
+
     /// The value of `e`; a call is returned unbound.
     fn value(&mut self, e: &Expr) -> Result<Value> {
         match &e.kind {
@@ -153,13 +169,11 @@ impl Expander {
                 let (a, b) = (self.operand(lhs)?, self.operand(rhs)?);
                 self.binary(*op, *op_span, (a, lhs), (b, rhs))
             }
-            ExprKind::Call { func, args, .. } => {
-                let builtin = func.ident().and_then(|name| builtins::resolve(&name.to_string(), args.len()).ok()?);
-                match builtin {
-                    Some(builtin) => self.builtin(builtin, func.span.first, args),
-                    None => self.user_call(func, args),
-                }
-            }
+            ExprKind::Call { func, args, callee, .. } => match callee {
+                Callee::Builtin(builtin) => self.builtin(builtin, func.span.first, args),
+                // Validation reported a wrong arity before expansion runs.
+                Callee::User | Callee::WrongArity(_) => self.user_call(func, args),
+            },
             ExprKind::List(_) => Err(Error::new(e.span, "a list is only an argument of `reshape` or `slice`")),
         }
     }
@@ -276,28 +290,36 @@ impl Expander {
         }
     }
 
-    /// An entry of a dims list as a `usize` expression.
+    /// An entry of a dims list as a `usize` expression (validation checked
+    /// that every entry is one).
     fn size(&mut self, e: &Expr) -> TokenStream {
-        match &e.kind {
-            ExprKind::Number(n) => {
+        match size(e) {
+            Some(size) => self.size_tokens(&size),
+            None => as_written(e).unwrap_or_else(|error| error.to_compile_error()),
+        }
+    }
+
+    fn size_tokens(&mut self, size: &Size) -> TokenStream {
+        match size {
+            Size::Literal(n) => {
                 let mut lit = Literal::u128_unsuffixed(n.int.unwrap_or_default());
                 lit.set_span(n.token.span());
                 lit.into_token_stream()
             }
-            ExprKind::Name(ident) if self.symbols.contains(&ident.to_string()) => {
+            Size::Name(ident) if self.symbols.contains(&ident.to_string()) => {
                 let name = ident.to_string();
                 if !self.used_symbols.contains(&name) {
                     self.used_symbols.push(name.clone());
                 }
                 symbol_ident(&name).into_token_stream()
             }
-            ExprKind::Binary { op: BinOp::Mul, op_span, lhs, rhs } => {
-                let (a, b) = (self.size(lhs), self.size(rhs));
-                quote_spanned!(*op_span=> #a * #b)
+            Size::Name(ident) => ident.to_token_stream(),
+            Size::Product { op, lhs, rhs } => {
+                let (a, b) = (self.size_tokens(lhs), self.size_tokens(rhs));
+                quote_spanned!(*op=> #a * #b)
             }
             // A `{ block }` keeps its braces: it may be a factor of a product.
-            ExprKind::Rust(tokens) => tokens.clone(),
-            _ => as_written(e).unwrap_or_else(|error| error.to_compile_error()),
+            Size::Rust(tokens) => (*tokens).clone(),
         }
     }
 

@@ -2,24 +2,32 @@
 //! `grad_runtime` tape calls. Use it through `grad_runtime`, which
 //! re-exports it and documents the language (`grad_runtime::grad`).
 //!
-//! The pipeline reads as three stages, each a module testable on
+//! The pipeline reads as four stages, each a module testable on
 //! `proc_macro2::TokenStream` without a compiler:
-//! `parse.rs` (the block, with the Pratt parser in `pratt.rs`) →
-//! `check.rs` (the shape pass, with the rules in `rules.rs`) →
-//! `expand.rs` (code generation, with `operand.rs`). `builtins.rs` is the one table of built-in
-//! functions all three read. Every mistake is a spanned `compile_error!`,
-//! several at once when they are independent; the macro never panics.
+//! `parse.rs` (the block, with the Pratt parser in `pratt.rs`; each call is
+//! resolved to its built-in row once, here) →
+//! `valid.rs` (every built-in call's arguments against its row) →
+//! `check.rs` (the shape pass, with the rules in `rules.rs` and their
+//! messages in `explain.rs`) →
+//! `expand.rs` (code generation, with `operand.rs`). `builtins.rs` is the
+//! one table of built-in functions; `literal.rs` owns numbers (literals,
+//! axes, dims-list entries). Every mistake is a spanned `compile_error!`,
+//! several at once when they are independent, in the order they are
+//! written; the macro never panics.
 
 mod ast;
 mod builtins;
 mod check;
 mod error;
 mod expand;
+mod explain;
+mod literal;
 mod operand;
 mod parse;
 mod pratt;
 mod rules;
 mod shape;
+mod valid;
 
 #[cfg(test)]
 mod tests;
@@ -43,7 +51,9 @@ fn expand_grad(input: proc_macro2::TokenStream) -> proc_macro2::TokenStream {
 }
 
 fn run(input: proc_macro2::TokenStream) -> error::Result<proc_macro2::TokenStream> {
-    let block = parse::parse(input)?;
+    let (block, mut errors) = parse::parse(input)?;
+    errors.extend(valid::validate(&block));
+    let block = errors.finish(block)?;
     let checked = check::check(&block);
     let expanded = expand::expand(&block);
     match (checked, expanded) {

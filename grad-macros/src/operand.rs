@@ -6,8 +6,9 @@
 use proc_macro2::{Literal, Punct, Spacing, Span, TokenStream, TokenTree};
 use quote::{ToTokens, quote, quote_spanned};
 
-use crate::ast::{Expr, ExprKind, Number};
+use crate::ast::{Expr, ExprKind};
 use crate::error::{Error, Result};
+use crate::literal::Number;
 
 /// An operand ready to pass.
 #[derive(Clone)]

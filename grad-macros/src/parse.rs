@@ -1,16 +1,16 @@
 //! The block parser: splits the input at top-level `;` into the tape, the
-//! shape declarations, the `let` statements and the result, parses each
-//! part (expressions with the Pratt parser in `pratt.rs`), and checks each
-//! built-in call's arguments against the table. A mistake in one part does
-//! not stop the others from being parsed, so one compile reports them all.
+//! shape declarations, the `let` statements and the result, and parses
+//! each part (expressions with the Pratt parser in `pratt.rs`). A mistake
+//! in one part does not stop the others from being parsed, so one compile
+//! reports them all.
 
 use std::collections::HashSet;
 
 use proc_macro2::{Delimiter, Span, TokenStream, TokenTree};
 
-use crate::ast::{Arg, Block, Decl, DeclDim, Expr, ExprKind, Let, Output, tokens_text};
-use crate::builtins::{self, Kind};
-use crate::error::{Error, Errors, Result, SpanRange};
+use crate::ast::{Block, Decl, DeclDim, Let, Output, tokens_text};
+use crate::error::{Error, Errors, PartErrors, Result, SpanRange};
+use crate::literal::{DeclaredSize, declared_size};
 use crate::pratt::{keyword, parse_expr, split_commas, two_char_operator};
 
 const EXAMPLE: &str = "`grad!(tape; let y = relu(x @ w + b); mse(y, t))`";
@@ -27,7 +27,10 @@ impl Segment<'_> {
     }
 }
 
-pub(crate) fn parse(input: TokenStream) -> Result<Block> {
+/// The parsed block and the mistakes found in its parts; `Err` only when
+/// there is no block at all (no tape, no body). The validation stage runs
+/// on the parts that parsed, so one compile reports every mistake.
+pub(crate) fn parse(input: TokenStream) -> Result<(Block, PartErrors)> {
     let tokens: Vec<TokenTree> = input.into_iter().collect();
     if tokens.is_empty() {
         let message = format!("grad! needs a tape and a body, as in {EXAMPLE}");
@@ -44,56 +47,88 @@ pub(crate) fn parse(input: TokenStream) -> Result<Block> {
         let message = format!("empty body: after the tape, write what to compute, as in {EXAMPLE}");
         return Err(Error::at(tape.semi.expect("more than one segment"), message));
     };
-
-    let mut errors = Errors::default();
-    let (mut decls, mut stmts, mut result) = (Vec::new(), Vec::new(), None);
-    let mut first_code: Option<String> = None;
-    for segment in &body {
-        let is_last = std::ptr::eq(*segment, last);
-        if is_declaration(segment.tokens) {
-            if let Some(code) = &first_code {
-                let message = format!(
-                    "shape declarations go first, right after the tape: move `{}` before `{code}`",
-                    tokens_text(segment.tokens.iter().cloned().collect())
-                );
-                errors.push(Error::new(segment.span(), message));
-            } else if let Some(parsed) = errors.keep(parse_decls(segment)) {
-                decls.extend(parsed);
-            }
-            if is_last {
-                let message = "nothing to compute: after the shape declarations, write the expression to return";
-                errors.push(Error::new(segment.span(), message));
-            }
-            continue;
-        }
-        first_code.get_or_insert_with(|| tokens_text(segment.tokens.iter().cloned().collect()));
-        if starts_with(segment.tokens, "let") {
-            if let Some(stmt) = errors.keep(parse_let(segment)) {
-                if is_last {
-                    let message = format!(
-                        "missing result: the block ends with a `let`; add the value to return after it, as in \
-                         `...; {}`",
-                        stmt.name
-                    );
-                    errors.push(Error::new(segment.span(), message));
-                }
-                stmts.push(stmt);
-            }
-        } else if is_last {
-            result = errors.keep(parse_output(segment));
-        } else {
-            errors.push(not_a_statement(segment));
-        }
+    let mut parts = Parts::default();
+    for (part, segment) in body.iter().enumerate() {
+        parts.part = part;
+        parts.add(segment, std::ptr::eq(*segment, last));
     }
-    check_duplicates(&decls).into_iter().for_each(|e| errors.push(e));
+    parts.part = body.len();
+    check_duplicates(&parts.decls).into_iter().for_each(|e| parts.push(e));
     let block = Block {
         tape: tape.tokens.iter().cloned().collect(),
         tape_span: tape.span(),
-        decls,
-        stmts,
-        result: result.unwrap_or(Output::Tuple(Vec::new())),
+        decls: parts.decls,
+        stmts: parts.stmts,
+        result: parts.result.unwrap_or(Output::Tuple(Vec::new())),
+        result_part: body.len() - 1,
     };
-    errors.finish(block)
+    Ok((block, parts.errors))
+}
+
+/// The body's parts as they are parsed, and the mistakes found so far.
+#[derive(Default)]
+struct Parts {
+    decls: Vec<Decl>,
+    stmts: Vec<Let>,
+    result: Option<Output>,
+    /// The first part that is code, quoted when declarations follow it.
+    first_code: Option<String>,
+    /// The position of the part being parsed.
+    part: usize,
+    errors: PartErrors,
+}
+
+impl Parts {
+    fn push(&mut self, error: Error) {
+        self.errors.push(self.part, error);
+    }
+
+    fn keep<T>(&mut self, result: Result<T>) -> Option<T> {
+        self.errors.keep(self.part, result)
+    }
+
+    fn add(&mut self, segment: &Segment, is_last: bool) {
+        if is_declaration(segment.tokens) {
+            return self.declarations(segment, is_last);
+        }
+        self.first_code.get_or_insert_with(|| tokens_text(segment.tokens.iter().cloned().collect()));
+        if starts_with(segment.tokens, "let") {
+            self.statement(segment, is_last);
+        } else if is_last {
+            self.result = self.keep(parse_output(segment));
+        } else {
+            self.push(not_a_statement(segment));
+        }
+    }
+
+    fn declarations(&mut self, segment: &Segment, is_last: bool) {
+        if let Some(code) = &self.first_code {
+            let message = format!(
+                "shape declarations go first, right after the tape: move `{}` before `{code}`",
+                tokens_text(segment.tokens.iter().cloned().collect())
+            );
+            self.push(Error::new(segment.span(), message));
+        } else if let Some(parsed) = self.keep(parse_decls(segment)) {
+            self.decls.extend(parsed);
+        }
+        if is_last {
+            let message = "nothing to compute: after the shape declarations, write the expression to return";
+            self.push(Error::new(segment.span(), message));
+        }
+    }
+
+    fn statement(&mut self, segment: &Segment, is_last: bool) {
+        let Some(mut stmt) = self.keep(parse_let(segment)) else { return };
+        stmt.part = self.part;
+        if is_last {
+            let message = format!(
+                "missing result: the block ends with a `let`; add the value to return after it, as in `...; {}`",
+                stmt.name
+            );
+            self.push(Error::new(segment.span(), message));
+        }
+        self.stmts.push(stmt);
+    }
 }
 
 fn split_semicolons(tokens: &[TokenTree]) -> Vec<Segment<'_>> {
@@ -202,12 +237,12 @@ fn parse_decl(item: &[TokenTree]) -> Result<Decl> {
         let dim = match dim.as_slice() {
             [TokenTree::Ident(i)] if i == "_" => DeclDim::Any(i.span()),
             [TokenTree::Ident(i)] => DeclDim::Sym(i.clone()),
-            [TokenTree::Literal(lit)] => match crate::ast::Number::parse(lit) {
-                Some(n) if !n.is_float && matches!(n.suffix.as_str(), "" | "usize") => match n.int {
-                    Some(v) if v <= u64::MAX as u128 => DeclDim::Fixed(v as u64, lit.span()),
-                    _ => return Err(Error::at(lit.span(), "this size is too large")),
-                },
-                _ => return Err(Error::at(lit.span(), format!("a dim is a whole number, not `{lit}`; {usage}"))),
+            [TokenTree::Literal(lit)] => match declared_size(lit) {
+                DeclaredSize::Size(n) => DeclDim::Fixed(n, lit.span()),
+                DeclaredSize::TooLarge => return Err(Error::at(lit.span(), "this size is too large")),
+                DeclaredSize::NotWhole => {
+                    return Err(Error::at(lit.span(), format!("a dim is a whole number, not `{lit}`; {usage}")));
+                }
             },
             other => return Err(Error::new(SpanRange::of_tokens(other, list.span()), usage)),
         };
@@ -264,8 +299,7 @@ fn parse_let(segment: &Segment) -> Result<Let> {
         return Err(Error::at(tokens[2].span(), format!("expected an expression after `let {name} =`")));
     }
     let value = parse_expr(&tokens[3..], tokens[2].span())?;
-    validate(&value)?;
-    Ok(Let { name, value })
+    Ok(Let { name, value, part: 0 })
 }
 
 /// The last item: an expression or a parenthesized tuple of expressions.
@@ -277,14 +311,13 @@ fn parse_output(segment: &Segment) -> Result<Output> {
         let mut errors = Errors::default();
         let mut items = Vec::new();
         for piece in split_commas(g)? {
-            if let Some(e) = errors.keep(parse_expr(&piece, g.span()).and_then(|e| validate(&e).map(|()| e))) {
+            if let Some(e) = errors.keep(parse_expr(&piece, g.span())) {
                 items.push(e);
             }
         }
         return errors.finish(Output::Tuple(items));
     }
     let expr = parse_expr(segment.tokens, segment.semi.unwrap_or_else(Span::call_site))?;
-    validate(&expr)?;
     Ok(Output::Single(expr))
 }
 
@@ -324,117 +357,4 @@ fn not_a_statement(segment: &Segment) -> Error {
          `let` statements; to keep it, write `let name = {text}`"
     );
     Error::new(segment.span(), message)
-}
-
-/// Checks every built-in call in `expr` against the table: the number of
-/// arguments and the form of axis, flag and dims arguments.
-fn validate(expr: &Expr) -> Result<()> {
-    let mut errors = Errors::default();
-    walk(expr, &mut |e| {
-        if let ExprKind::Call { func, args, method } = &e.kind
-            && let Some(name) = func.ident()
-        {
-            errors.keep(validate_call(&name.to_string(), args, *method, e));
-        }
-    });
-    errors.finish(())
-}
-
-fn walk(expr: &Expr, f: &mut impl FnMut(&Expr)) {
-    f(expr);
-    match &expr.kind {
-        ExprKind::Neg { operand, .. } => walk(operand, f),
-        ExprKind::Binary { lhs, rhs, .. } => {
-            walk(lhs, f);
-            walk(rhs, f);
-        }
-        ExprKind::Call { args, .. } => {
-            for arg in args {
-                if let Arg::Expr(e) = arg {
-                    walk(e, f);
-                }
-            }
-        }
-        ExprKind::List(items) => items.iter().for_each(|e| walk(e, f)),
-        ExprKind::Name(_) | ExprKind::Number(_) | ExprKind::Bool(_) | ExprKind::Rust(_) => {}
-    }
-}
-
-fn validate_call(name: &str, args: &[Arg], method: bool, call: &Expr) -> Result<()> {
-    let builtin = match builtins::resolve(name, args.len()) {
-        Ok(Some(builtin)) => builtin,
-        Ok(None) => return Ok(()),
-        Err(rows) => return Err(arity_error(name, args.len(), method, &rows, call)),
-    };
-    let mut errors = Errors::default();
-    for (param, arg) in builtin.params.iter().zip(args) {
-        let Arg::Expr(e) = arg else { continue };
-        let ok = match (param.kind, &e.kind) {
-            (_, ExprKind::Name(_) | ExprKind::Rust(_)) => true,
-            (Kind::Var, kind) => !matches!(kind, ExprKind::Bool(_) | ExprKind::List(_) | ExprKind::Number(_)),
-            (Kind::Scalar, kind) => !matches!(kind, ExprKind::Bool(_) | ExprKind::List(_)),
-            (Kind::Axis, kind) => integer(kind, true),
-            (Kind::Index, kind) => integer(kind, false),
-            (Kind::Flag, kind) => matches!(kind, ExprKind::Bool(_)),
-            (Kind::Dims, ExprKind::List(items)) => items.iter().all(|item| size(&item.kind)),
-            (Kind::Dims | Kind::Rust, _) => false,
-        };
-        if !ok {
-            errors.push(Error::new(e.span, argument_message(name, param.name, param.kind, e)));
-        }
-    }
-    errors.finish(())
-}
-
-/// An integer literal (negated, when `signed`).
-fn integer(kind: &ExprKind, signed: bool) -> bool {
-    match kind {
-        ExprKind::Number(n) => !n.is_float && n.int.is_some(),
-        ExprKind::Neg { operand, .. } if signed => matches!(&operand.kind, ExprKind::Number(n) if !n.is_float),
-        _ => false,
-    }
-}
-
-/// An entry of a dims list: a whole number, a name, a Rust block, or a product.
-fn size(kind: &ExprKind) -> bool {
-    match kind {
-        ExprKind::Number(n) => !n.is_float && n.int.is_some(),
-        ExprKind::Name(_) | ExprKind::Rust(_) => true,
-        ExprKind::Binary { op: crate::ast::BinOp::Mul, lhs, rhs, .. } => size(&lhs.kind) && size(&rhs.kind),
-        _ => false,
-    }
-}
-
-fn argument_message(func: &str, param: &str, kind: Kind, arg: &Expr) -> String {
-    let expected = match kind {
-        Kind::Var => "a tensor",
-        Kind::Scalar => "a number",
-        Kind::Axis => "an axis: a whole number (negative counts from the end, `-1` is the last axis)",
-        Kind::Index => "an axis: a whole number from 0",
-        Kind::Flag => "`true` or `false`",
-        Kind::Dims => {
-            "a list of sizes: whole numbers, declared symbols like `B`, Rust `usize` names, or products `B * T`"
-        }
-        Kind::Rust => "a Rust expression",
-    };
-    format!("`{param}` of `{func}` must be {expected}, but it is `{arg}`")
-}
-
-fn arity_error(name: &str, given: usize, method: bool, rows: &[&builtins::Builtin], call: &Expr) -> Error {
-    let fewest = rows.iter().map(|b| b.required()).min().unwrap_or_default();
-    let most = rows.iter().map(|b| b.params.len()).max().unwrap_or_default();
-    let takes = match (fewest, most) {
-        (1, 1) => "1 argument".to_string(),
-        (r, n) if r == n => format!("{n} arguments"),
-        (r, n) => format!("{r} to {n} arguments"),
-    };
-    let forms: Vec<String> = rows.iter().map(|b| format!("`{}`", b.usage())).collect();
-    let mut message = format!("`{name}` takes {takes}, as in {}, but this call gives {given}", forms.join(" or "));
-    if method {
-        message.push_str(&format!(" (counting the receiver: `x.{name}(...)` is `{name}(x, ...)`)"));
-    }
-    if rows.iter().any(|b| b.params.iter().any(|p| p.kind == Kind::Axis)) && given < 2 {
-        message.push_str(&format!("; for the last axis write `{name}(x, -1)`"));
-    }
-    Error::new(call.span, message)
 }

@@ -7,9 +7,10 @@
 
 use proc_macro2::{Delimiter, Group, Span, TokenStream, TokenTree};
 
-use crate::ast::{Arg, BinOp, Expr, ExprKind, Number, Path};
+use crate::ast::{Arg, BinOp, Callee, Expr, ExprKind, Path};
 use crate::builtins::{self, Kind};
 use crate::error::{Error, Result, SpanRange};
+use crate::literal::Number;
 
 /// Binding power of unary minus: tighter than every binary operator.
 const PREFIX: u8 = 3;
@@ -212,9 +213,9 @@ impl Parser<'_> {
         {
             self.pos += 1;
             let name = path.ident().map(ToString::to_string);
-            let args = call_args(&group, name.as_deref(), 0)?;
+            let (args, callee) = call_args(&group, name.as_deref(), 0)?;
             let span = path.span.to(SpanRange::single(group.span()));
-            return Ok(Expr { kind: ExprKind::Call { func: path, args, method: false }, span });
+            return Ok(Expr { kind: ExprKind::Call { func: path, args, method: false, callee }, span });
         }
         let kind = match path.ident() {
             Some(ident) if ident == "_" => {
@@ -269,11 +270,12 @@ impl Parser<'_> {
                 );
                 return Err(Error::new(SpanRange::single(name.span()).to(SpanRange::single(group.span())), message));
             }
+            let (rest, callee) = call_args(&group, Some(&method), 1)?;
             let mut args = vec![Arg::Expr(receiver)];
-            args.extend(call_args(&group, Some(&method), 1)?);
+            args.extend(rest);
             let span = args[0].span().to(SpanRange::single(group.span()));
             let func = Path { tokens: vec![TokenTree::Ident(name.clone())], span: SpanRange::single(name.span()) };
-            return Ok(Expr { kind: ExprKind::Call { func, args, method: true }, span });
+            return Ok(Expr { kind: ExprKind::Call { func, args, method: true, callee }, span });
         }
         let mut tokens: TokenStream = match receiver.kind {
             ExprKind::Name(ident) => TokenTree::Ident(ident).into(),
@@ -318,15 +320,23 @@ fn group_expr(group: &Group) -> Result<Expr> {
     }
 }
 
-/// The arguments of a call. For a built-in, `Rust` parameters keep their
-/// tokens and `Dims` parameters must be lists; `offset` is 1 for the
-/// method form, whose receiver is argument 0.
-pub(crate) fn call_args(group: &Group, builtin: Option<&str>, offset: usize) -> Result<Vec<Arg>> {
+/// The arguments of a call and what it calls: the built-in row of `name`
+/// for this many arguments, resolved here once (its `Rust` parameters keep
+/// their tokens, its `Dims` parameters must be lists), or a user function.
+/// `offset` is 1 for the method form, whose receiver is argument 0.
+pub(crate) fn call_args(group: &Group, name: Option<&str>, offset: usize) -> Result<(Vec<Arg>, Callee)> {
     let pieces = split_commas(group)?;
-    let argc = pieces.len() + offset;
+    let callee = match name.map(|name| builtins::resolve(name, pieces.len() + offset)) {
+        Some(Ok(Some(builtin))) => Callee::Builtin(builtin),
+        Some(Err(rows)) => Callee::WrongArity(rows),
+        Some(Ok(None)) | None => Callee::User,
+    };
     let mut args = Vec::with_capacity(pieces.len());
     for (i, piece) in pieces.into_iter().enumerate() {
-        let kind = builtin.and_then(|name| builtins::param_kind(name, argc, i + offset));
+        let kind = match &callee {
+            Callee::Builtin(builtin) => builtin.params.get(i + offset).map(|p| p.kind),
+            Callee::WrongArity(_) | Callee::User => None,
+        };
         let span = SpanRange::of_tokens(&piece, group.span());
         let arg = match (kind, piece.as_slice()) {
             (Some(Kind::Rust), _) => Arg::Rust(piece.iter().cloned().collect(), span),
@@ -336,7 +346,7 @@ pub(crate) fn call_args(group: &Group, builtin: Option<&str>, offset: usize) -> 
                 Arg::Expr(Expr { kind: ExprKind::List(items), span })
             }
             (Some(Kind::Dims), _) => {
-                let name = builtin.unwrap_or_default();
+                let name = name.unwrap_or_default();
                 let message = format!("expected a list of sizes in brackets here, as in `{name}(x, [2, 3])`");
                 return Err(Error::new(span, message));
             }
@@ -344,7 +354,7 @@ pub(crate) fn call_args(group: &Group, builtin: Option<&str>, offset: usize) -> 
         };
         args.push(arg);
     }
-    Ok(args)
+    Ok((args, callee))
 }
 
 /// The message for a two-character operator that grad! does not have.

@@ -1,10 +1,47 @@
 //! Shape rules: one function per [`Rule`], each computing the output shape
-//! of a call from its inputs' or explaining, for a person, why it cannot.
-//! An unknown input never causes an error; it makes the output unknown
-//! where it matters.
+//! of a call from its inputs' or explaining, for a person, why it cannot
+//! (`explain.rs` writes the messages). An unknown input never causes an
+//! error; it makes the output unknown where it matters. The functions are
+//! in sections named for the runtime module of their ops.
 
-use crate::builtins::Rule;
+use crate::explain::{is, message, symbol_note, with_note};
 use crate::shape::{self, Dim, Shape};
+
+/// How a built-in's output shape follows from its inputs': one variant per
+/// function below ([`apply`] dispatches).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Rule {
+    /// Elementwise on two tensors with NumPy broadcasting (`ops/arithmetic.rs`).
+    Broadcast,
+    /// Elementwise on one tensor: the shape is kept (`ops/unary.rs`, dropout).
+    Same,
+    /// Every element to one scalar `[]`.
+    ReduceAll,
+    /// Over one axis (removed, or kept as 1 with keepdim).
+    ReduceAxis,
+    /// `a @ b`: `[.., m, k] @ [.., k, n]` → `[.., m, n]`, batch dims broadcast.
+    MatMul,
+    /// `[b, m, k]` and `[b, k, n]` → `[b, m, n]`.
+    Bmm,
+    /// The last two dims swapped.
+    Transpose,
+    /// To the listed dims; the element count must be kept.
+    Reshape,
+    /// `[starts]..[stops]`, one of each per dim.
+    Slice,
+    /// Joined along an axis; every other dim must be equal.
+    Concat,
+    /// Along an axis that must exist; the shape is kept.
+    Softmax,
+    /// Two tensors of one shape to a scalar `[]`.
+    Mse,
+    /// Logits `[n, c]` and class targets to a scalar `[]`.
+    CrossEntropy,
+    /// Rows of a table `[v, d]` gathered by ids: `[len(ids), d]`.
+    Embedding,
+    /// Normalized over the last dim `d`; gamma and beta are `[d]`.
+    LayerNorm,
+}
 
 /// A tensor argument as messages quote it.
 pub(crate) struct Operand {
@@ -35,73 +72,29 @@ type Outcome = Result<Shape, String>;
 
 pub(crate) fn apply(rule: Rule, site: &Site) -> Outcome {
     match rule {
-        Rule::Same => Ok(site.tensors[0].shape.clone()),
         Rule::Broadcast => broadcast(site),
+        Rule::Same => Ok(site.tensors[0].shape.clone()),
+        Rule::ReduceAll => Ok(Shape::scalar()),
+        Rule::ReduceAxis => reduce_axis(site),
         Rule::MatMul => matmul(site),
         Rule::Bmm => bmm(site),
         Rule::Transpose => transpose(site),
         Rule::Reshape => reshape(site),
-        Rule::ReduceAll => Ok(Shape::scalar()),
-        Rule::ReduceAxis => reduce_axis(site),
-        Rule::Softmax => softmax(site),
         Rule::Slice => slice(site),
         Rule::Concat => concat(site),
-        Rule::Loss => loss(site),
+        Rule::Softmax => softmax(site),
+        Rule::Mse => mse(site),
         Rule::CrossEntropy => cross_entropy(site),
         Rule::Embedding => embedding(site),
         Rule::LayerNorm => layer_norm(site),
     }
 }
 
-/// A message: a summary line, indented detail lines, and an optional help.
-fn message(summary: String, details: &[String], help: Option<String>) -> String {
-    let mut text = summary;
-    for line in details {
-        text.push_str("\n  ");
-        text.push_str(line);
-    }
-    if let Some(help) = help {
-        text.push_str("\nhelp: ");
-        text.push_str(&help);
-    }
-    text
-}
-
-/// `` `x` is [B, 3] `` plus where the shape came from.
-fn is(op: &Operand) -> String {
-    match &op.origin {
-        Some(origin) => format!("`{}` is {} ({origin})", op.text, op.shape),
-        None => format!("`{}` is {}", op.text, op.shape),
-    }
-}
-
-/// A note when a disagreement involves a symbol, which a newcomer may
-/// expect to match any size.
-fn symbol_note(a: &Dim, b: &Dim) -> Option<String> {
-    match (a.has_symbol(), b.has_symbol()) {
-        (true, true) => Some(format!(
-            "{a} and {b} are different symbols: each stands for one size throughout the block, and two symbols \
-             are never assumed equal"
-        )),
-        (true, false) | (false, true) => {
-            let (symbol, number) = if a.has_symbol() { (a, b) } else { (b, a) };
-            Some(format!(
-                "{symbol} is a symbol: it stands for one size throughout the block and is never assumed equal to \
-                 {number}; declare both with the same symbol or the same number"
-            ))
-        }
-        (false, false) => None,
-    }
-}
-
-fn with_note(mut details: Vec<String>, note: Option<String>) -> Vec<String> {
-    details.extend(note);
-    details
-}
-
 fn known(op: &Operand) -> Option<&[Dim]> {
     op.shape.dims()
 }
+
+// ---- ops/arithmetic.rs: `+ - * /` ----
 
 fn broadcast(site: &Site) -> Outcome {
     let (a, b) = (&site.tensors[0], &site.tensors[1]);
@@ -135,6 +128,41 @@ fn bias_help(full: &Operand, bias: &Operand) -> String {
     let last = full.shape.dims().and_then(<[Dim]>::last).cloned().unwrap_or(Dim::Unknown);
     format!("a bias added to {} has one entry per column: `{}` should be [{last}]", full.shape, bias.text)
 }
+
+// ---- ops/reduce.rs ----
+
+fn reduce_axis(site: &Site) -> Outcome {
+    let x = &site.tensors[0];
+    let (Some(dims), Some(axis)) = (known(x), site.ints[0]) else { return Ok(Shape::Unknown) };
+    let axis = checked_axis(site, x, dims, axis)?;
+    let mut out = dims.to_vec();
+    match site.flags.first().copied().unwrap_or(Some(false)) {
+        Some(true) => out[axis] = Dim::fixed(1),
+        Some(false) => {
+            out.remove(axis);
+        }
+        None => return Ok(Shape::Unknown),
+    }
+    Ok(Shape::Known(out))
+}
+
+/// The axis argument, checked against `x`'s rank when both are known.
+fn checked_axis(site: &Site, x: &Operand, dims: &[Dim], axis: i128) -> Result<usize, String> {
+    shape::axis(axis, dims.len()).ok_or_else(|| {
+        let n = dims.len() as i128;
+        let summary = format!("`{}`: axis {axis} is out of range for a {n}-D input", site.text);
+        let valid = if n == 0 {
+            "a scalar has no axes".to_string()
+        } else {
+            format!("valid axes are {} to {}, and -1 is the last", -n, n - 1)
+        };
+        let help = (n > 0 && site.name.contains("softmax"))
+            .then(|| format!("for the last axis write `{}({}, -1)`", site.name, x.text));
+        message(summary, &[is(x), valid], help)
+    })
+}
+
+// ---- ops/matmul.rs ----
 
 fn matmul(site: &Site) -> Outcome {
     let (a, b) = (&site.tensors[0], &site.tensors[1]);
@@ -220,6 +248,8 @@ fn bmm(site: &Site) -> Outcome {
     Ok(Shape::Known(vec![batch, da[1].clone(), db[2].clone()]))
 }
 
+// ---- ops/layout.rs ----
+
 fn transpose(site: &Site) -> Outcome {
     let x = &site.tensors[0];
     let Some(dims) = known(x) else { return Ok(Shape::Unknown) };
@@ -243,45 +273,6 @@ fn reshape(site: &Site) -> Outcome {
         return Err(message(summary, &[is(x), why], None));
     }
     Ok(target)
-}
-
-/// The axis argument, checked against `x`'s rank when both are known.
-fn checked_axis(site: &Site, x: &Operand, dims: &[Dim], axis: i128) -> Result<usize, String> {
-    shape::axis(axis, dims.len()).ok_or_else(|| {
-        let n = dims.len() as i128;
-        let summary = format!("`{}`: axis {axis} is out of range for a {n}-D input", site.text);
-        let valid = if n == 0 {
-            "a scalar has no axes".to_string()
-        } else {
-            format!("valid axes are {} to {}, and -1 is the last", -n, n - 1)
-        };
-        let help = (n > 0 && site.name.contains("softmax"))
-            .then(|| format!("for the last axis write `{}({}, -1)`", site.name, x.text));
-        message(summary, &[is(x), valid], help)
-    })
-}
-
-fn softmax(site: &Site) -> Outcome {
-    let x = &site.tensors[0];
-    if let (Some(dims), Some(axis)) = (known(x), site.ints[0]) {
-        checked_axis(site, x, dims, axis)?;
-    }
-    Ok(x.shape.clone())
-}
-
-fn reduce_axis(site: &Site) -> Outcome {
-    let x = &site.tensors[0];
-    let (Some(dims), Some(axis)) = (known(x), site.ints[0]) else { return Ok(Shape::Unknown) };
-    let axis = checked_axis(site, x, dims, axis)?;
-    let mut out = dims.to_vec();
-    match site.flags.first().copied().unwrap_or(Some(false)) {
-        Some(true) => out[axis] = Dim::fixed(1),
-        Some(false) => {
-            out.remove(axis);
-        }
-        None => return Ok(Shape::Unknown),
-    }
-    Ok(Shape::Known(out))
 }
 
 fn slice(site: &Site) -> Outcome {
@@ -346,7 +337,19 @@ fn concat(site: &Site) -> Outcome {
     Ok(Shape::Known(out))
 }
 
-fn loss(site: &Site) -> Outcome {
+// ---- ops/softmax.rs ----
+
+fn softmax(site: &Site) -> Outcome {
+    let x = &site.tensors[0];
+    if let (Some(dims), Some(axis)) = (known(x), site.ints[0]) {
+        checked_axis(site, x, dims, axis)?;
+    }
+    Ok(x.shape.clone())
+}
+
+// ---- ops/mse.rs ----
+
+fn mse(site: &Site) -> Outcome {
     let (y, t) = (&site.tensors[0], &site.tensors[1]);
     if let (Some(dy), Some(dt)) = (known(y), known(t)) {
         let summary = format!("`{}`: the prediction and the target must have the same shape", site.text);
@@ -364,6 +367,8 @@ fn loss(site: &Site) -> Outcome {
     Ok(Shape::scalar())
 }
 
+// ---- ops/cross_entropy.rs ----
+
 fn cross_entropy(site: &Site) -> Outcome {
     let logits = &site.tensors[0];
     if let Some(dims) = known(logits)
@@ -380,6 +385,8 @@ fn cross_entropy(site: &Site) -> Outcome {
     Ok(Shape::scalar())
 }
 
+// ---- ops/embedding.rs ----
+
 fn embedding(site: &Site) -> Outcome {
     let table = &site.tensors[0];
     match known(table) {
@@ -391,6 +398,8 @@ fn embedding(site: &Site) -> Outcome {
         None => Ok(Shape::Unknown),
     }
 }
+
+// ---- ops/layer_norm.rs ----
 
 fn layer_norm(site: &Site) -> Outcome {
     let x = &site.tensors[0];
