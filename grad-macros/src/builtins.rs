@@ -11,6 +11,9 @@
 //! checks that every row's function exists in `grad_runtime` and that every
 //! runtime op has a row.
 
+use proc_macro2::{Ident, Span, TokenStream};
+use quote::quote;
+
 use crate::ast::BinOp;
 use crate::rules::Rule;
 
@@ -180,7 +183,7 @@ pub(crate) fn resolve(name: &str, argc: usize) -> Result<Option<&'static Builtin
     }
 }
 
-/// The runtime function and shape rule of an operator.
+/// The runtime function and shape rule of an operator on two tensors.
 pub(crate) fn operator(op: BinOp) -> (&'static str, Rule) {
     match op {
         BinOp::Add => ("g_add", Rule::Broadcast),
@@ -188,6 +191,39 @@ pub(crate) fn operator(op: BinOp) -> (&'static str, Rule) {
         BinOp::Mul => ("g_mul", Rule::Broadcast),
         BinOp::Div => ("g_div", Rule::Broadcast),
         BinOp::MatMul => ("g_matmul", Rule::MatMul),
+    }
+}
+
+/// Unary `-x`.
+pub(crate) const NEG: &str = "g_neg";
+/// `x + s` and `x - s` with a scalar `s`.
+pub(crate) const ADD_SCALAR: &str = "g_adds";
+/// `x * s` with a scalar `s`.
+pub(crate) const MUL_SCALAR: &str = "g_muls";
+
+/// Every (DSL form, runtime function) pair the expansion can emit.
+fn links() -> impl Iterator<Item = (String, &'static str)> {
+    let binary = [BinOp::Add, BinOp::Sub, BinOp::Mul, BinOp::Div, BinOp::MatMul]
+        .map(|op| (format!("a {} b", op.symbol()), operator(op).0));
+    let scalar = [("-x", NEG), ("x + s", ADD_SCALAR), ("x * s", MUL_SCALAR)].map(|(form, f)| (form.to_string(), f));
+    let rows = BUILTINS.iter().map(|b| (b.usage(), b.func));
+    binary.into_iter().chain(scalar).chain(rows)
+}
+
+/// The table for grad-runtime's link test (`tests/builtins_link.rs`): a
+/// `&[(DSL form, runtime function name)]` that compiles only if every
+/// function exists in `grad_runtime`.
+pub(crate) fn link_table() -> TokenStream {
+    let (forms, funcs): (Vec<String>, Vec<&str>) = links().unzip();
+    let paths = funcs.iter().map(|f| Ident::new(f, Span::call_site()));
+    quote! {
+        {
+            #[allow(dead_code)]
+            fn every_function_exists() {
+                #(let _ = ::grad_runtime::#paths::<f32>;)*
+            }
+            &[#((#forms, #funcs)),*] as &[(&str, &str)]
+        }
     }
 }
 

@@ -154,7 +154,10 @@ impl Expander {
                 let tape = &self.tape;
                 match (&operand.kind, value) {
                     (ExprKind::Number(n), _) => negative_number(n, *op, e),
-                    (_, Value::Var(x)) => Ok(Value::Var(quote_spanned!(*op=> ::grad_runtime::g_neg(#tape, #x)))),
+                    (_, Value::Var(x)) => {
+                        let neg = Ident::new(builtins::NEG, *op);
+                        Ok(Value::Var(quote_spanned!(*op=> ::grad_runtime::#neg(#tape, #x))))
+                    }
                     (_, Value::Number { typed, raw }) => Ok(Value::Number {
                         typed: quote_spanned!(*op=> ::grad_runtime::dsl::sneg(#typed)),
                         raw: quote_spanned!(*op=> -#raw),
@@ -221,15 +224,15 @@ impl Expander {
             (_, Flag(_)) => return Err(not_a_number(eb)),
             (Var(x), Var(y)) => call(builtins::operator(op).0, x, y),
             (Var(x), Number { typed: s, .. }) => match op {
-                BinOp::Add => call("g_adds", x, s),
-                BinOp::Sub => call("g_adds", x, &negate(eb, s)),
-                BinOp::Mul => call("g_muls", x, s),
+                BinOp::Add => call(builtins::ADD_SCALAR, x, s),
+                BinOp::Sub => call(builtins::ADD_SCALAR, x, &negate(eb, s)),
+                BinOp::Mul => call(builtins::MUL_SCALAR, x, s),
                 _ => dsl("divs", x, s),
             },
             (Number { typed: s, .. }, Var(x)) => match op {
-                BinOp::Add => call("g_adds", x, s),
+                BinOp::Add => call(builtins::ADD_SCALAR, x, s),
                 BinOp::Sub => dsl("rsubs", s, x),
-                BinOp::Mul => call("g_muls", x, s),
+                BinOp::Mul => call(builtins::MUL_SCALAR, x, s),
                 _ => dsl("rdivs", s, x),
             },
             (Number { typed: s, .. }, Number { typed: t, .. }) => {

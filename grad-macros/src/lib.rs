@@ -42,6 +42,14 @@ pub fn grad(input: TokenStream) -> TokenStream {
     expand_grad(input.into()).into()
 }
 
+/// The built-in table as `&[(DSL form, runtime function)]`, checked against
+/// `grad_runtime`'s exports by its link test. Not an API.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __builtin_table(_input: TokenStream) -> TokenStream {
+    builtins::link_table().into()
+}
+
 /// The whole macro on `proc_macro2` tokens: the expansion, or the errors.
 fn expand_grad(input: proc_macro2::TokenStream) -> proc_macro2::TokenStream {
     match run(input) {

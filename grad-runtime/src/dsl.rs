@@ -9,6 +9,7 @@
 //! - [`rsubs`], [`divs`], [`rdivs`]: `s - x`, `x / s`, `s / x` for a scalar
 //!   `s`, as compositions exact to the bit.
 //! - [`Declared`]: the run-time check of the block's shape declarations.
+//! - [`OP_FUNCTIONS`]: every public op, for the built-in link test.
 
 use std::any::TypeId;
 use std::fmt::Write;
@@ -17,6 +18,7 @@ use std::panic::Location;
 use ndarray::arr0;
 
 use crate::error::{ErrorKind, GradError};
+pub use crate::ops::OP_FUNCTIONS;
 use crate::{Float, Tape, Var, g_add, g_adds, g_div, g_mul, g_muls, g_neg, g_sub};
 
 /// The tape of a `grad!` block. The expansion calls `(TAPE).as_tape()`:

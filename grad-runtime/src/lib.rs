@@ -45,6 +45,8 @@ mod var;
 
 pub use error::{ErrorKind, GradError};
 pub use float::Float;
+#[doc(hidden)]
+pub use grad_macros::__builtin_table;
 #[doc = include_str!("grad_macro.md")]
 pub use grad_macros::grad;
 pub use ops::*;
