@@ -124,6 +124,7 @@ pub(crate) const BUILTINS: &[Builtin] = &[
     row("mean", "g_mean", &[X], Rule::ReduceAll),
     row("mean", "g_mean_axis", &[X, AXIS, KEEPDIM], Rule::ReduceAxis),
     row("max", "g_max_axis", &[X, AXIS, KEEPDIM], Rule::ReduceAxis),
+    row("min", "g_min_axis", &[X, AXIS, KEEPDIM], Rule::ReduceAxis),
     // ops/matmul.rs
     row("matmul", "g_matmul", &[A, B], Rule::MatMul),
     row("bmm", "g_bmm", &[A, B], Rule::Bmm),

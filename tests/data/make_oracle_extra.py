@@ -116,6 +116,15 @@ case("transformer_mlp_block", "composite", {"eps": 1e-5},
       ("w1", randn(4, 6) * 0.5, True), ("b1", randn(6), True), ("w2", randn(6, 4) * 0.5, True)],
      lambda x, g, b, w1, b1, w2: (x + F.gelu(F.layer_norm(x, (4,), g, b, 1e-5) @ w1 + b1, approximate="tanh") @ w2).sum())
 
+# Cases added after the first release go below, so the random draws of the
+# cases above (and the file's bytes for them) stay the same.
+
+for axis, keepdim in ((0, False), (-1, True)):
+    # Distinct values: the arg-min is unique, as the gradient needs.
+    x = torch.randperm(12, dtype=DT).reshape(3, 4) / 4 - 1 + randn(3, 4) * 0.01
+    case(f"min_2d_axis{axis}_{'keep' if keepdim else 'nokeep'}", "min", {"axis": axis, "keepdim": keepdim},
+         [("x", x, True)], lambda x, a=axis, k=keepdim: torch.amin(x, dim=a, keepdim=k))
+
 doc = {
     "format": "autodiff-oracle/1",
     "set": "extra",

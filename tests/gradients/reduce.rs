@@ -15,6 +15,7 @@ pub fn replay(case: &Case, tp: &mut Tape<f64>) -> Option<Var> {
         ("sum", Some(axis)) => g_sum_axis(tp, case.x(0), axis, case.flag("keepdim")),
         ("mean", Some(axis)) => g_mean_axis(tp, case.x(0), axis, case.flag("keepdim")),
         ("max", Some(axis)) => g_max_axis(tp, case.x(0), axis, case.flag("keepdim")),
+        ("min", Some(axis)) => g_min_axis(tp, case.x(0), axis, case.flag("keepdim")),
         _ => return None,
     })
 }
@@ -50,6 +51,8 @@ fn axis_reductions_finite_differences_on_every_axis() {
             check_finite_differences(&format!("g_mean_axis {label}"), &mean, std::slice::from_ref(&x), 2);
             let max = move |tp: &mut Tape<f64>, v: &[Var]| g_max_axis(tp, v[0], axis, keepdim);
             check_finite_differences(&format!("g_max_axis {label}"), &max, std::slice::from_ref(&x), 3);
+            let min = move |tp: &mut Tape<f64>, v: &[Var]| g_min_axis(tp, v[0], axis, keepdim);
+            check_finite_differences(&format!("g_min_axis {label}"), &min, std::slice::from_ref(&x), 4);
         }
     }
 }
@@ -87,4 +90,30 @@ fn max_sends_the_gradient_to_the_first_maximum_only() {
     assert_eq!(argmax(&tape, v, -1).unwrap(), array![1, 0].into_dyn());
     assert_eq!(argmax(&tape, v, 0).unwrap(), array![1, 0, 1, 1].into_dyn());
     assert_eq!(argmax(&tape, v, 2).unwrap_err().kind(), &ErrorKind::Axis { axis: 2, ndim: 2 });
+}
+
+#[test]
+fn min_sends_the_gradient_to_the_first_minimum_only() {
+    let x = array![[1.0, -5.0, -5.0, 2.0], [7.0, 9.0, 7.0, 7.0]].into_dyn();
+    let g =
+        grads_with(std::slice::from_ref(&x), &array![10.0, 20.0].into_dyn(), |tp, v| g_min_axis(tp, v[0], 1, false));
+    assert_eq!(g[0], array![[0.0, 10.0, 0.0, 0.0], [20.0, 0.0, 0.0, 0.0]].into_dyn());
+    // min(x) = -max(-x), value for value.
+    let y = forward(std::slice::from_ref(&x), |tp, v| g_min_axis(tp, v[0], 0, true));
+    let negated_max = forward(std::slice::from_ref(&x), |tp, v| {
+        let negated = g_neg(tp, v[0]);
+        let max = g_max_axis(tp, negated, 0, true);
+        g_neg(tp, max)
+    });
+    assert_eq!(y, negated_max);
+    assert_eq!(y, array![[1.0, -5.0, -5.0, 2.0]].into_dyn());
+}
+
+#[test]
+fn min_over_an_empty_axis_is_an_error() {
+    let mut tape = Tape::<f64>::new();
+    let x = tape.param(ArrayD::<f64>::zeros(IxDyn(&[3, 0])));
+    let y = g_min_axis(&mut tape, x, 1, false);
+    assert!(y.is_poisoned());
+    assert_eq!(tape.error().unwrap().kind(), &ErrorKind::EmptyReduction { axis: 1 });
 }

@@ -60,7 +60,7 @@ export_ops! {
         g_neg, g_adds, g_muls, g_relu, g_sigmoid, g_tanh, g_exp, g_log, g_sqrt, g_pow, g_abs, g_leaky_relu, g_gelu,
         g_silu, g_softplus, g_clamp,
     },
-    reduce::{g_sum, g_mean, g_sum_axis, g_mean_axis, g_max_axis, argmax},
+    reduce::{g_sum, g_mean, g_sum_axis, g_mean_axis, g_max_axis, g_min_axis, argmax},
     matmul::{g_matmul, g_bmm},
     layout::{g_transpose, g_reshape, g_slice, g_concat},
     softmax::{g_softmax, g_log_softmax},
@@ -95,6 +95,7 @@ pub(crate) enum Op<T> {
     SumAxis { x: NodeId, axis: usize },
     MeanAxis { x: NodeId, axis: usize },
     MaxAxis { x: NodeId, axis: usize },
+    MinAxis { x: NodeId, axis: usize },
     MatMul(NodeId, NodeId),
     Bmm(NodeId, NodeId),
     Transpose(NodeId),
@@ -120,6 +121,7 @@ impl<T: Float> Op<T> {
             | Op::SumAxis { x, .. }
             | Op::MeanAxis { x, .. }
             | Op::MaxAxis { x, .. }
+            | Op::MinAxis { x, .. }
             | Op::Transpose(x)
             | Op::Reshape(x)
             | Op::Slice { x, .. }
@@ -155,6 +157,7 @@ impl<T: Float> Op<T> {
             Op::SumAxis { .. } => "g_sum_axis",
             Op::MeanAxis { .. } => "g_mean_axis",
             Op::MaxAxis { .. } => "g_max_axis",
+            Op::MinAxis { .. } => "g_min_axis",
             Op::MatMul(..) => "g_matmul",
             Op::Bmm(..) => "g_bmm",
             Op::Transpose(_) => "g_transpose",
@@ -186,6 +189,7 @@ impl<T: Float> Op<T> {
             Op::SumAxis { x, axis } => reduce::sum_axis_backward(sink, g, x, axis),
             Op::MeanAxis { x, axis } => reduce::mean_axis_backward(sink, g, x, axis),
             Op::MaxAxis { x, axis } => reduce::max_axis_backward(sink, g, x, axis),
+            Op::MinAxis { x, axis } => reduce::min_axis_backward(sink, g, x, axis),
             Op::MatMul(a, b) | Op::Bmm(a, b) => matmul::matmul_backward(sink, g, a, b),
             Op::Transpose(x) => layout::transpose_backward(sink, g, x),
             Op::Reshape(x) => layout::reshape_backward(sink, g, x),
@@ -217,6 +221,7 @@ impl<T: Float> Op<T> {
             | Op::SumAxis { .. }
             | Op::MeanAxis { .. }
             | Op::MaxAxis { .. }
+            | Op::MinAxis { .. }
             | Op::MatMul(..)
             | Op::Bmm(..)
             | Op::Transpose(_)

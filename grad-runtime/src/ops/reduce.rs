@@ -1,5 +1,5 @@
 //! Reductions: `sum` and `mean` over every element or over one axis,
-//! `max` over one axis, and the non-differentiable `argmax`.
+//! `max` and `min` over one axis, and the non-differentiable `argmax`.
 
 use std::panic::Location;
 
@@ -90,6 +90,31 @@ pub fn g_max_axis<T: Float>(tp: &mut Tape<T>, x: Var, axis: isize, keepdim: bool
     reduce_axis(tp, Reduction::Max, x, axis, keepdim)
 }
 
+/// The minimum over one axis (negative counts from the end); `keepdim`
+/// keeps the reduced axis as a dim of 1. A NaN in a lane makes its minimum
+/// NaN, as in PyTorch. An axis of length 0 is an error.
+///
+/// Gradient: `g` to the lane's arg-min, 0 elsewhere; among tied minima the
+/// FIRST one gets the whole gradient, as in [`g_max_axis`].
+///
+/// ```
+/// use grad_runtime::{g_min_axis, g_sum, Tape};
+/// use ndarray::array;
+///
+/// let mut tape = Tape::<f64>::new();
+/// let x = tape.param(array![[3.0, -1.0, -1.0], [0.5, 2.0, 4.0]]);
+/// let smallest = g_min_axis(&mut tape, x, -1, false);
+/// assert_eq!(tape.value(smallest), array![-1.0, 0.5].into_dyn());
+/// let loss = g_sum(&mut tape, smallest);
+/// tape.backward(loss)?;
+/// assert_eq!(tape.grad(x), array![[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
+#[track_caller]
+pub fn g_min_axis<T: Float>(tp: &mut Tape<T>, x: Var, axis: isize, keepdim: bool) -> Var {
+    reduce_axis(tp, Reduction::Min, x, axis, keepdim)
+}
+
 /// The index of the maximum along `axis` for every lane (the first one
 /// among ties, the first NaN if any): the predicted class of each row of
 /// logits with `axis = -1`. Not differentiable; reads the tape only.
@@ -128,6 +153,7 @@ enum Reduction {
     Sum,
     Mean,
     Max,
+    Min,
 }
 
 impl Reduction {
@@ -136,6 +162,7 @@ impl Reduction {
             Reduction::Sum => "g_sum_axis",
             Reduction::Mean => "g_mean_axis",
             Reduction::Max => "g_max_axis",
+            Reduction::Min => "g_min_axis",
         }
     }
 
@@ -144,6 +171,7 @@ impl Reduction {
             Reduction::Sum => Op::SumAxis { x, axis },
             Reduction::Mean => Op::MeanAxis { x, axis },
             Reduction::Max => Op::MaxAxis { x, axis },
+            Reduction::Min => Op::MinAxis { x, axis },
         }
     }
 
@@ -153,6 +181,9 @@ impl Reduction {
             Reduction::Mean => sum_lanes(x, lanes, out, T::one() / T::from_usize(lanes.len)),
             Reduction::Max => {
                 lanes.for_each(|lane, start| out[lane] = x[start + argmax_lane(x, lanes, start) * lanes.inner])
+            }
+            Reduction::Min => {
+                lanes.for_each(|lane, start| out[lane] = x[start + argmin_lane(x, lanes, start) * lanes.inner])
             }
         }
     }
@@ -169,7 +200,7 @@ fn reduce_axis<T: Float>(tp: &mut Tape<T>, reduction: Reduction, x: Var, axis: i
     let Some(axis_index) = normalize_axis(axis, ndim) else {
         return tp.fail(name, ErrorKind::Axis { axis, ndim }, &[x], location);
     };
-    if reduction == Reduction::Max && tp.shape(x)[axis_index] == 0 {
+    if matches!(reduction, Reduction::Max | Reduction::Min) && tp.shape(x)[axis_index] == 0 {
         return tp.fail(name, ErrorKind::EmptyReduction { axis: axis_index }, &[x], location);
     }
     let lanes = AxisLanes::new(tp.shape(x), axis_index);
@@ -206,13 +237,23 @@ fn sum_lanes<T: Float>(x: &[T], lanes: AxisLanes, out: &mut [T], scale: T) {
 /// The position along the lane of its maximum: the first among ties, the
 /// first NaN if there is one.
 fn argmax_lane<T: Float>(x: &[T], lanes: AxisLanes, start: usize) -> usize {
+    arg_extreme_lane(x, lanes, start, |v, best| v > best)
+}
+
+/// The position along the lane of its minimum: the first among ties, the
+/// first NaN if there is one.
+fn argmin_lane<T: Float>(x: &[T], lanes: AxisLanes, start: usize) -> usize {
+    arg_extreme_lane(x, lanes, start, |v, best| v < best)
+}
+
+fn arg_extreme_lane<T: Float>(x: &[T], lanes: AxisLanes, start: usize, beats: impl Fn(T, T) -> bool) -> usize {
     let mut best = 0;
     for j in 0..lanes.len {
         let v = x[start + j * lanes.inner];
         if v.is_nan() {
             return j;
         }
-        if v > x[start + best * lanes.inner] {
+        if beats(v, x[start + best * lanes.inner]) {
             best = j;
         }
     }
@@ -242,10 +283,25 @@ fn spread_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, x: NodeI
 }
 
 pub(crate) fn max_axis_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, x: NodeId, axis: usize) {
+    to_chosen_backward(sink, g, x, axis, argmax_lane);
+}
+
+pub(crate) fn min_axis_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, x: NodeId, axis: usize) {
+    to_chosen_backward(sink, g, x, axis, argmin_lane);
+}
+
+/// Sends each lane's `g` to the element `choose` picked, zeros elsewhere.
+fn to_chosen_backward<T: Float>(
+    sink: &mut GradSink<'_, T>,
+    g: &Tensor<T>,
+    x: NodeId,
+    axis: usize,
+    choose: fn(&[T], AxisLanes, usize) -> usize,
+) {
     let input = sink.value(x);
     let lanes = AxisLanes::new(input.shape(), axis);
     sink.contribute_zeroed(x, |c| {
-        lanes.for_each(|lane, start| c[start + argmax_lane(&input.data, lanes, start) * lanes.inner] = g.data[lane])
+        lanes.for_each(|lane, start| c[start + choose(&input.data, lanes, start) * lanes.inner] = g.data[lane])
     });
 }
 
