@@ -318,10 +318,7 @@ impl<T: Float> Tape<T> {
 
     /// Appends a node and returns its handle.
     pub(crate) fn push(&mut self, op: Op<T>, value: Tensor<T>) -> Var {
-        let requires_grad = match op {
-            Op::Param => true,
-            _ => op.inputs().any(|id| self.nodes[id].requires_grad),
-        };
+        let requires_grad = matches!(op, Op::Param) || op.inputs().any(|id| self.nodes[id].requires_grad);
         let index = self.nodes.len() as u32;
         self.nodes.push(Node { op, value, generation: self.generation, requires_grad });
         self.grads.push(None);
