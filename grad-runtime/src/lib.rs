@@ -35,6 +35,7 @@ mod broadcast;
 pub mod dsl;
 mod error;
 mod float;
+mod math;
 mod ops;
 mod optim;
 mod pool;

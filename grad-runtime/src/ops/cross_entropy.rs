@@ -54,7 +54,7 @@ pub fn g_cross_entropy<T: Float>(tp: &mut Tape<T>, logits: Var, targets: &[usize
 /// confident row costs no rounding at the logits' magnitude.
 fn row_loss<T: Float>(row: &[T], target: usize) -> T {
     let max = row.iter().fold(T::neg_infinity(), |m, &v| m.max(v));
-    row.iter().fold(T::zero(), |s, &v| s + (v - max).exp()).ln() - (row[target] - max)
+    row.iter().fold(T::zero(), |s, &v| s + (v - max).tape_exp()).ln() - (row[target] - max)
 }
 
 pub(crate) fn cross_entropy_backward<T: Float>(

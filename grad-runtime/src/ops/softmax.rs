@@ -28,7 +28,7 @@ pub(crate) fn softmax_lane<T: Float>(x: &[T], y: &mut [T], lanes: AxisLanes, sta
     let max = lane_max(x, lanes, start);
     let mut total = T::zero();
     for j in 0..lanes.len {
-        y[at(j)] = (x[at(j)] - max).exp();
+        y[at(j)] = (x[at(j)] - max).tape_exp();
         total += y[at(j)];
     }
     for j in 0..lanes.len {
@@ -48,7 +48,7 @@ pub fn g_log_softmax<T: Float>(tp: &mut Tape<T>, x: Var, axis: isize) -> Var {
         lanes.for_each(|_, start| {
             let at = |j: usize| start + j * lanes.inner;
             let max = lane_max(x, lanes, start);
-            let total = (0..lanes.len).fold(T::zero(), |s, j| s + (x[at(j)] - max).exp());
+            let total = (0..lanes.len).fold(T::zero(), |s, j| s + (x[at(j)] - max).tape_exp());
             let log_total = total.ln();
             for j in 0..lanes.len {
                 y[at(j)] = x[at(j)] - max - log_total;
@@ -114,7 +114,7 @@ pub(crate) fn log_softmax_backward<T: Float>(
         let at = |j: usize| start + j * lanes.inner;
         let total = (0..lanes.len).fold(T::zero(), |s, j| s + g[at(j)]);
         for j in 0..lanes.len {
-            dx[at(j)] = g[at(j)] - y[at(j)].exp() * total;
+            dx[at(j)] = g[at(j)] - y[at(j)].tape_exp() * total;
         }
     });
 }

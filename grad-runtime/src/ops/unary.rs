@@ -64,12 +64,7 @@ struct Sigmoid;
 impl<T: Float> Elementwise<T> for Sigmoid {
     /// Never forms `exp` of a large positive number, so never overflows.
     fn f(&self, x: T) -> T {
-        if x >= T::zero() {
-            T::one() / (T::one() + (-x).exp())
-        } else {
-            let e = x.exp();
-            e / (T::one() + e)
-        }
+        x.tape_sigmoid()
     }
     fn df(&self, _: T, y: T) -> T {
         y * (T::one() - y)
@@ -79,7 +74,7 @@ impl<T: Float> Elementwise<T> for Sigmoid {
 struct Tanh;
 impl<T: Float> Elementwise<T> for Tanh {
     fn f(&self, x: T) -> T {
-        x.tanh()
+        x.tape_tanh()
     }
     fn df(&self, _: T, y: T) -> T {
         T::one() - y * y
@@ -89,7 +84,7 @@ impl<T: Float> Elementwise<T> for Tanh {
 struct Exp;
 impl<T: Float> Elementwise<T> for Exp {
     fn f(&self, x: T) -> T {
-        x.exp()
+        x.tape_exp()
     }
     fn df(&self, _: T, y: T) -> T {
         y
@@ -165,12 +160,12 @@ impl<T: Float> Elementwise<T> for Gelu {
     fn f(&self, x: T) -> T {
         let (k, c) = (T::from_f64(Self::SQRT_2_OVER_PI), T::from_f64(Self::CUBIC));
         let half = T::from_f64(0.5);
-        half * x * (T::one() + (k * (x + c * x * x * x)).tanh())
+        half * x * (T::one() + (k * (x + c * x * x * x)).tape_tanh())
     }
     fn df(&self, x: T, _: T) -> T {
         let (k, c) = (T::from_f64(Self::SQRT_2_OVER_PI), T::from_f64(Self::CUBIC));
         let half = T::from_f64(0.5);
-        let t = (k * (x + c * x * x * x)).tanh();
+        let t = (k * (x + c * x * x * x)).tape_tanh();
         let inner = k * (T::one() + T::from_f64(3.0) * c * x * x);
         half * (T::one() + t) + half * x * (T::one() - t * t) * inner
     }
@@ -193,7 +188,7 @@ impl<T: Float> Elementwise<T> for Silu {
 struct Softplus;
 impl<T: Float> Elementwise<T> for Softplus {
     fn f(&self, x: T) -> T {
-        x.max(T::zero()) + (-x.abs()).exp().ln_1p()
+        x.max(T::zero()) + (-x.abs()).tape_exp().ln_1p()
     }
     fn df(&self, x: T, _: T) -> T {
         Sigmoid.f(x)
