@@ -7,6 +7,10 @@
 //!
 //! `f64` keeps the standard library's functions (see `Float`).
 
+// The coefficients are written as Cephes publishes them; each reads as the
+// f32 intended.
+#![allow(clippy::excessive_precision)]
+
 /// `ln 2` split in a part exact in `f32` (few significant bits) and the rest,
 /// so `x - n ln 2` loses nothing for the `n` that occur.
 const LN2_HI: f32 = 0.693_359_4;
