@@ -5,6 +5,7 @@
 use ndarray::{Dimension, IxDyn};
 
 use crate::Float;
+use crate::parallel;
 
 /// The broadcast shape of `a` and `b` (aligned at the right; each dim pair
 /// equal, or one of them 1), or `None` when they do not broadcast.
@@ -88,31 +89,67 @@ fn walk<const N: usize>(
 }
 
 /// `out[i] = f(a[i'], b[i''])` over the broadcast shape `out_shape`, where
-/// `a` has shape `a_shape` and `b` has shape `b_shape`.
+/// `a` has shape `a_shape` and `b` has shape `b_shape`. Equal shapes run as
+/// one flat loop (shared out over threads when large); otherwise row by
+/// row along the last axis, on which each operand is either contiguous or
+/// one repeated element, so every inner loop is a plain slice loop.
 pub(crate) fn zip_broadcast<T: Float>(
     (a, a_shape): (&[T], &[usize]),
     (b, b_shape): (&[T], &[usize]),
     out: &mut [T],
     out_shape: &[usize],
-    f: impl Fn(T, T) -> T,
+    f: impl Fn(T, T) -> T + Sync,
 ) {
     if a_shape == b_shape {
-        for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
-            *o = f(x, y);
-        }
+        parallel::for_each_chunk(out, |offset, out| {
+            let n = out.len();
+            zip_rows(&a[offset..offset + n], &b[offset..offset + n], out, &f);
+        });
         return;
     }
-    let a_strides = broadcast_strides(a_shape, out_shape);
-    let b_strides = broadcast_strides(b_shape, out_shape);
-    for_each_offset(out_shape, [a_strides.slice(), b_strides.slice()], |i, [j, k]| {
-        out[i] = f(a[j], b[k]);
+    let Some((&n, outer)) = out_shape.split_last() else {
+        out[0] = f(a[0], b[0]);
+        return;
+    };
+    let last = outer.len();
+    let (sa, sb) = (broadcast_strides(a_shape, out_shape), broadcast_strides(b_shape, out_shape));
+    let (step_a, step_b) = (sa[last], sb[last]);
+    for_each_offset(outer, [&sa.slice()[..last], &sb.slice()[..last]], |row, [ja, jb]| {
+        let out = &mut out[row * n..(row + 1) * n];
+        match (step_a, step_b) {
+            (1, 1) => zip_rows(&a[ja..ja + n], &b[jb..jb + n], out, &f),
+            (1, _) => out.iter_mut().zip(&a[ja..ja + n]).for_each(|(o, &x)| *o = f(x, b[jb])),
+            (_, 1) => out.iter_mut().zip(&b[jb..jb + n]).for_each(|(o, &y)| *o = f(a[ja], y)),
+            _ => out.fill(f(a[ja], b[jb])),
+        }
     });
 }
 
-/// Adds `g` (shape `from`) into `out` (shape `to`, which broadcasts to `from`).
+fn zip_rows<T: Float>(a: &[T], b: &[T], out: &mut [T], f: &impl Fn(T, T) -> T) {
+    for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+        *o = f(x, y);
+    }
+}
+
+/// Adds `g` (shape `from`) into `out` (shape `to`, which broadcasts to
+/// `from`), row by row along the last axis. Each element of `out` receives
+/// its terms one at a time in row-major order of `from`.
 pub(crate) fn reduce_into<T: Float>(g: &[T], from: &[usize], to: &[usize], out: &mut [T]) {
-    let to_strides = broadcast_strides(to, from);
-    for_each_offset(from, [to_strides.slice()], |i, [j]| out[j] += g[i]);
+    let Some((&n, outer)) = from.split_last() else {
+        out[0] += g[0];
+        return;
+    };
+    let last = outer.len();
+    let strides = broadcast_strides(to, from);
+    let step = strides[last];
+    for_each_offset(outer, [&strides.slice()[..last]], |row, [j]| {
+        let g_row = &g[row * n..(row + 1) * n];
+        if step == 1 {
+            out[j..j + n].iter_mut().zip(g_row).for_each(|(o, &v)| *o += v);
+        } else {
+            out[j] = g_row.iter().fold(out[j], |acc, &v| acc + v);
+        }
+    });
 }
 
 #[cfg(test)]

@@ -54,7 +54,7 @@ fn binary<T: Float>(
     a: Var,
     b: Var,
     op: fn(NodeId, NodeId) -> Op<T>,
-    f: impl Fn(T, T) -> T,
+    f: impl Fn(T, T) -> T + Sync,
 ) -> Var {
     let location = Location::caller();
     let Some([a, b]) = tp.resolve(name, [a, b], location) else {
@@ -96,7 +96,13 @@ pub(crate) fn div_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, 
 
 /// Adds `f(g, other)` to `x`'s gradient, where `other` is broadcast to the
 /// output's shape, summed back to `x`'s shape.
-fn times_other<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, x: NodeId, other: NodeId, f: impl Fn(T, T) -> T) {
+fn times_other<T: Float>(
+    sink: &mut GradSink<'_, T>,
+    g: &Tensor<T>,
+    x: NodeId,
+    other: NodeId,
+    f: impl Fn(T, T) -> T + Sync,
+) {
     let vo = sink.value(other);
     sink.contribute_broadcast(x, g.shape(), |c| {
         zip_broadcast((&g.data, g.shape()), (&vo.data, vo.shape()), c, g.shape(), f)

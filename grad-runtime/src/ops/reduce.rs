@@ -11,7 +11,7 @@ use crate::ops::axis::{AxisLanes, normalize_axis, reduced_shape};
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
 use crate::tensor::Tensor;
-use crate::{Float, Tape, Var};
+use crate::{Float, Tape, Var, parallel};
 
 /// The sum of every element, as a scalar (shape `[]`).
 ///
@@ -308,14 +308,15 @@ fn to_chosen_backward<T: Float>(
 /// Sums a slice pairwise (halves summed recursively) down to blocks of
 /// 1024, each summed with eight independent accumulators: vectorizes, and
 /// the rounding error grows with `log n`, not `n` (a 16M-element f32 sum
-/// stays accurate to about 1e-6).
+/// stays accurate to about 1e-6). The tree is fixed, so a large sum split
+/// over threads gives the same bits as on one.
 pub(crate) fn sum_slice<T: Float>(x: &[T]) -> T {
+    parallel::tree_sum(x, 1024, &sum_block)
+}
+
+/// Sums at most a block with eight independent accumulators.
+fn sum_block<T: Float>(x: &[T]) -> T {
     const LANES: usize = 8;
-    const BLOCK: usize = 1024;
-    if x.len() > BLOCK {
-        let (left, right) = x.split_at(x.len() / 2);
-        return sum_slice(left) + sum_slice(right);
-    }
     let mut lanes = [T::zero(); LANES];
     let mut chunks = x.chunks_exact(LANES);
     for chunk in &mut chunks {

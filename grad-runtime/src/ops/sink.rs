@@ -2,11 +2,11 @@
 //! sums contributions into gradient slots; [`GradSink::contribute`] does
 //! the "does this input want a gradient at all" check once for every rule.
 
-use crate::Float;
 use crate::broadcast::reduce_into;
 use crate::pool::BufferPool;
 use crate::tape::{Node, NodeId};
 use crate::tensor::Tensor;
+use crate::{Float, parallel};
 
 /// The view of the tape a backward rule gets: every node's value (read) and
 /// every gradient slot (summed into), plus the buffer pool for scratch space.
@@ -109,7 +109,9 @@ impl<'a, T: Float> GradSink<'a, T> {
         debug_assert_eq!(contribution.len(), self.nodes[id].value.len());
         match &mut self.grads[id] {
             Some(grad) => {
-                grad.data.iter_mut().zip(&contribution).for_each(|(g, &c)| *g += c);
+                parallel::for_each_chunk(&mut grad.data, |offset, grad| {
+                    grad.iter_mut().zip(&contribution[offset..]).for_each(|(g, &c)| *g += c);
+                });
                 self.pool.give(contribution);
             }
             slot @ None => {

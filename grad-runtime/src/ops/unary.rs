@@ -10,10 +10,11 @@ use crate::ops::Op;
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
 use crate::tensor::Tensor;
-use crate::{Float, Tape, Var};
+use crate::{Float, Tape, Var, parallel};
 
-/// An elementwise function and its derivative.
-trait Elementwise<T> {
+/// An elementwise function and its derivative. `Sync` so that one value
+/// serves every thread of a large pass.
+trait Elementwise<T>: Sync {
     fn f(&self, x: T) -> T;
     /// `dy/dx` at `x`, where `y = f(x)`.
     fn df(&self, x: T, y: T) -> T;
@@ -278,15 +279,20 @@ macro_rules! with_function {
 }
 
 fn forward<T: Float>(f: impl Elementwise<T>, x: &[T], out: &mut [T]) {
-    for (o, &x) in out.iter_mut().zip(x) {
-        *o = f.f(x);
-    }
+    parallel::for_each_chunk(out, |offset, out| {
+        for (o, &x) in out.iter_mut().zip(&x[offset..]) {
+            *o = f.f(x);
+        }
+    });
 }
 
 fn gradient<T: Float>(f: impl Elementwise<T>, g: &[T], x: &[T], y: &[T], out: &mut [T]) {
-    for (((o, &g), &x), &y) in out.iter_mut().zip(g).zip(x).zip(y) {
-        *o = g * f.df(x, y);
-    }
+    parallel::for_each_chunk(out, |offset, out| {
+        let (g, x, y) = (&g[offset..], &x[offset..], &y[offset..]);
+        for (((o, &g), &x), &y) in out.iter_mut().zip(g).zip(x).zip(y) {
+            *o = g * f.df(x, y);
+        }
+    });
 }
 
 /// `-x`. Gradient: `-g`.

@@ -1,0 +1,141 @@
+//! The threads large kernels share their work with, and the rule that keeps
+//! every result independent of how many there are: work is cut into pieces
+//! of a fixed size, never into one piece per thread, and sums are taken in a
+//! fixed tree. One thread or eight, every bit of every value and gradient
+//! is the same.
+//!
+//! The pool starts with `GRAD_NUM_THREADS` threads if that is set (to a
+//! positive integer), else one per core; [`set_num_threads`] changes it.
+//! Small tensors never reach it: below a size measured on the kernels
+//! (`MIN_PARALLEL_ELEMENTS`), handing work to another thread costs more than
+//! it saves, so small graphs run exactly as they would on one thread.
+
+use std::sync::{Arc, RwLock};
+
+use rayon::prelude::*;
+
+use crate::error::{ErrorKind, GradError};
+
+/// The pool, built on first use.
+static POOL: RwLock<Option<Arc<rayon::ThreadPool>>> = RwLock::new(None);
+
+/// Below this many elements an elementwise kernel stays on the caller's
+/// thread: measured on 2 cores, a parallel pass over fewer costs more in
+/// hand-off than it saves (see `benches/README.md`).
+pub(crate) const MIN_PARALLEL_ELEMENTS: usize = 1 << 15;
+
+/// The piece of an elementwise pass one thread takes at a time: large
+/// enough to amortise the hand-off, small enough to balance two cores.
+pub(crate) const CHUNK: usize = 1 << 14;
+
+/// The number of threads kernels use.
+///
+/// ```
+/// assert!(grad_runtime::num_threads() >= 1);
+/// ```
+pub fn num_threads() -> usize {
+    pool().current_num_threads()
+}
+
+/// Sets the number of threads kernels use from now on (`0` = one per core).
+/// Results do not depend on it, only speed does.
+///
+/// ```
+/// grad_runtime::set_num_threads(1)?;
+/// assert_eq!(grad_runtime::num_threads(), 1);
+/// grad_runtime::set_num_threads(0)?;
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
+#[track_caller]
+pub fn set_num_threads(threads: usize) -> Result<(), GradError> {
+    let location = std::panic::Location::caller();
+    let built = build(threads).map_err(|reason| {
+        let kind = ErrorKind::InvalidArgument { name: "threads", value: threads as f64, expected: reason };
+        GradError::new("set_num_threads", kind, Vec::new(), location)
+    })?;
+    *POOL.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(Arc::new(built));
+    Ok(())
+}
+
+fn build(threads: usize) -> Result<rayon::ThreadPool, &'static str> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("grad-{i}"))
+        .build()
+        .map_err(|_| "a thread count the system can start")
+}
+
+/// The threads from `GRAD_NUM_THREADS`, or 0 (one per core) when it is
+/// unset or not a positive integer.
+fn threads_from_env() -> usize {
+    std::env::var("GRAD_NUM_THREADS").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(0)
+}
+
+fn pool() -> Arc<rayon::ThreadPool> {
+    if let Some(pool) = POOL.read().unwrap_or_else(|poisoned| poisoned.into_inner()).as_ref() {
+        return Arc::clone(pool);
+    }
+    let mut slot = POOL.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let pool = slot.get_or_insert_with(|| {
+        let built = build(threads_from_env()).or_else(|_| build(1));
+        Arc::new(built.expect("invariant: a pool of one thread can always be built"))
+    });
+    Arc::clone(pool)
+}
+
+/// Whether a pass over `len` elements is worth sharing out.
+pub(crate) fn worth_it(len: usize) -> bool {
+    len >= MIN_PARALLEL_ELEMENTS
+}
+
+/// Runs `f` on the pool when `parallel`, else on this thread: the body of
+/// every parallel kernel, so that nested rayon calls (the GEMM's) run on
+/// grad's threads.
+pub(crate) fn run<R: Send>(parallel: bool, f: impl FnOnce() -> R + Send) -> R {
+    if !parallel {
+        return f();
+    }
+    let pool = pool();
+    if pool.current_num_threads() > 1 { pool.install(f) } else { f() }
+}
+
+/// `f(offset, out_chunk)` for consecutive chunks of [`CHUNK`] elements of
+/// `out` (`offset` is the chunk's first index), in parallel when `out` is
+/// large enough. Each element is written by exactly one call, so the result
+/// does not depend on the thread count.
+pub(crate) fn for_each_chunk<T: Send>(out: &mut [T], f: impl Fn(usize, &mut [T]) + Sync) {
+    if !worth_it(out.len()) {
+        f(0, out);
+        return;
+    }
+    run(true, || out.par_chunks_mut(CHUNK).enumerate().for_each(|(i, chunk)| f(i * CHUNK, chunk)));
+}
+
+/// The sum of `x` by a fixed pairwise tree (halves summed recursively down
+/// to blocks summed by `block_sum`): the same tree, so the same bits,
+/// whether the halves run on one thread or two.
+pub(crate) fn tree_sum<T: Copy + Send + Sync + std::ops::Add<Output = T>>(
+    x: &[T],
+    block: usize,
+    block_sum: &(impl Fn(&[T]) -> T + Sync),
+) -> T {
+    fn go<T: Copy + Send + Sync + std::ops::Add<Output = T>>(
+        x: &[T],
+        block: usize,
+        block_sum: &(impl Fn(&[T]) -> T + Sync),
+        parallel: bool,
+    ) -> T {
+        if x.len() <= block {
+            return block_sum(x);
+        }
+        let (left, right) = x.split_at(x.len() / 2);
+        if parallel && worth_it(x.len()) {
+            let (a, b) = rayon::join(|| go(left, block, block_sum, true), || go(right, block, block_sum, true));
+            a + b
+        } else {
+            go(left, block, block_sum, false) + go(right, block, block_sum, false)
+        }
+    }
+    let parallel = worth_it(x.len());
+    run(parallel, || go(x, block, block_sum, parallel))
+}
