@@ -111,6 +111,18 @@ pub(crate) fn for_each_chunk<T: Send>(out: &mut [T], f: impl Fn(usize, &mut [T])
     run(true, || out.par_chunks_mut(CHUNK).enumerate().for_each(|(i, chunk)| f(i * CHUNK, chunk)));
 }
 
+/// `f(first_row, rows)` over consecutive groups of whole rows of `row_len`
+/// elements of `out` (about [`CHUNK`] elements a group), in parallel when
+/// `out` is large enough.
+pub(crate) fn for_each_rows<T: Send>(out: &mut [T], row_len: usize, f: impl Fn(usize, &mut [T]) + Sync) {
+    if !worth_it(out.len()) || row_len == 0 {
+        f(0, out);
+        return;
+    }
+    let rows = (CHUNK / row_len).max(1);
+    run(true, || out.par_chunks_mut(rows * row_len).enumerate().for_each(|(i, group)| f(i * rows, group)));
+}
+
 /// The sum of `x` by a fixed pairwise tree (halves summed recursively down
 /// to blocks summed by `block_sum`): the same tree, so the same bits,
 /// whether the halves run on one thread or two.

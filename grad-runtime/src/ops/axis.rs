@@ -4,6 +4,8 @@
 
 use ndarray::{Axis, IxDyn, RemoveAxis};
 
+use crate::{Float, parallel};
+
 /// Resolves an axis that may count from the end (`-1` = last).
 pub(crate) fn normalize_axis(axis: isize, ndim: usize) -> Option<usize> {
     let ndim_signed = ndim as isize;
@@ -34,6 +36,58 @@ impl AxisLanes {
                 f(o * self.inner + i, o * self.len * self.inner + i);
             }
         }
+    }
+}
+
+impl AxisLanes {
+    /// Whether each lane's elements are adjacent (the last axis, or one
+    /// followed only by dims of 1).
+    pub(crate) fn contiguous(&self) -> bool {
+        self.inner == 1
+    }
+
+    /// The scratch a call to [`rows`](AxisLanes::rows) with `N` inputs needs:
+    /// none for contiguous lanes, one lane per input and output otherwise.
+    pub(crate) fn scratch_len(&self, inputs: usize) -> usize {
+        if self.contiguous() { 0 } else { (inputs + 1) * self.len }
+    }
+
+    /// Runs `row(inputs, out)` on every lane, each given as contiguous
+    /// slices, so every lane rule is written once over slices the compiler
+    /// vectorises. Contiguous lanes are used in place (groups of rows on
+    /// several threads when large; each row is one call, so the thread
+    /// count changes nothing); strided lanes are gathered into `scratch`
+    /// ([`scratch_len`](AxisLanes::scratch_len) elements) and scattered back.
+    pub(crate) fn rows<T: Float, const N: usize>(
+        &self,
+        inputs: [&[T]; N],
+        out: &mut [T],
+        scratch: &mut [T],
+        row: impl Fn([&[T]; N], &mut [T]) + Sync,
+    ) {
+        let n = self.len;
+        if self.contiguous() {
+            parallel::for_each_rows(out, n, |first, out_rows| {
+                for (r, out_row) in out_rows.chunks_exact_mut(n.max(1)).enumerate() {
+                    let start = (first + r) * n;
+                    row(inputs.map(|x| &x[start..start + n]), out_row);
+                }
+            });
+            return;
+        }
+        let (gathered, out_lane) = scratch[..(N + 1) * n].split_at_mut(N * n);
+        self.for_each(|_, start| {
+            for (k, input) in inputs.iter().enumerate() {
+                for j in 0..n {
+                    gathered[k * n + j] = input[start + j * self.inner];
+                }
+            }
+            let lanes: [&[T]; N] = std::array::from_fn(|k| &gathered[k * n..(k + 1) * n]);
+            row(lanes, out_lane);
+            for (j, &v) in out_lane.iter().enumerate() {
+                out[start + j * self.inner] = v;
+            }
+        });
     }
 }
 

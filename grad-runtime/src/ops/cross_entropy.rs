@@ -8,8 +8,9 @@ use ndarray::IxDyn;
 use crate::error::ErrorKind;
 use crate::ops::Op;
 use crate::ops::axis::AxisLanes;
+use crate::ops::reduce::sum_slice;
 use crate::ops::sink::GradSink;
-use crate::ops::softmax::softmax_lane;
+use crate::ops::softmax::{row_max, softmax_row};
 use crate::tape::NodeId;
 use crate::tensor::Tensor;
 use crate::{Float, Tape, Var};
@@ -41,8 +42,11 @@ pub fn g_cross_entropy<T: Float>(tp: &mut Tape<T>, logits: Var, targets: &[usize
         let kind = ErrorKind::IndexOutOfRange { what: "target class", position, index, len: classes };
         return tp.fail(NAME, kind, &[logits], location);
     }
+    let mut exps = tp.scratch(classes);
     let x = &tp.value_of(logits).data;
-    let total = x.chunks_exact(classes.max(1)).zip(targets).fold(T::zero(), |sum, (row, &t)| sum + row_loss(row, t));
+    let total =
+        x.chunks_exact(classes.max(1)).zip(targets).fold(T::zero(), |sum, (row, &t)| sum + row_loss(row, t, &mut exps));
+    tp.recycle(exps);
     let mut out = tp.output(IxDyn(&[]));
     out.data[0] = total / T::from_usize(rows);
     let targets = tp.copy_indices(targets);
@@ -51,10 +55,14 @@ pub fn g_cross_entropy<T: Float>(tp: &mut Tape<T>, logits: Var, targets: &[usize
 
 /// `-log_softmax(row)[target]`, as `log(sum(exp(row - max))) - (row[target] - max)`:
 /// the maximum is subtracted before `exp` and never added back, so a
-/// confident row costs no rounding at the logits' magnitude.
-fn row_loss<T: Float>(row: &[T], target: usize) -> T {
-    let max = row.iter().fold(T::neg_infinity(), |m, &v| m.max(v));
-    row.iter().fold(T::zero(), |s, &v| s + (v - max).tape_exp()).ln() - (row[target] - max)
+/// confident row costs no rounding at the logits' magnitude. `exps` is
+/// scratch of the row's length.
+fn row_loss<T: Float>(row: &[T], target: usize, exps: &mut [T]) -> T {
+    let max = row_max(row);
+    for (e, &v) in exps.iter_mut().zip(row) {
+        *e = (v - max).tape_exp();
+    }
+    sum_slice(exps).ln() - (row[target] - max)
 }
 
 pub(crate) fn cross_entropy_backward<T: Float>(
@@ -68,11 +76,10 @@ pub(crate) fn cross_entropy_backward<T: Float>(
     let scale = g.data[0] / T::from_usize(targets.len());
     let rows = AxisLanes { outer: targets.len(), len: classes, inner: 1 };
     sink.contribute(logits, |c| {
-        for (row, &t) in targets.iter().enumerate() {
-            let start = row * classes;
-            softmax_lane(&x.data, c, rows, start);
-            c[start..start + classes].iter_mut().for_each(|d| *d *= scale);
-            c[start + t] -= scale;
+        rows.rows([&x.data], c, &mut [], softmax_row);
+        for (row, &t) in c.chunks_exact_mut(classes.max(1)).zip(targets) {
+            row.iter_mut().for_each(|d| *d *= scale);
+            row[t] -= scale;
         }
     });
 }

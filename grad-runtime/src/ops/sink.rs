@@ -34,6 +34,17 @@ impl<'a, T: Float> GradSink<'a, T> {
         self.nodes[id].requires_grad
     }
 
+    /// A scratch buffer of `len` elements with unspecified contents, from
+    /// the pool; hand it back with [`recycle`](GradSink::recycle).
+    pub(crate) fn scratch(&mut self, len: usize) -> Vec<T> {
+        self.pool.take(len)
+    }
+
+    /// Returns a scratch buffer to the pool.
+    pub(crate) fn recycle(&mut self, buffer: Vec<T>) {
+        self.pool.give(buffer);
+    }
+
     /// Adds a contribution to `x`'s gradient, if `x` wants one: `fill`
     /// writes every element of a buffer laid out in `x`'s shape (its prior
     /// contents are unspecified). The first contribution is moved into the

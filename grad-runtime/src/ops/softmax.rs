@@ -1,11 +1,15 @@
 //! `softmax` and `log_softmax` along one axis, both stable for any finite
-//! logits (the lane's maximum is subtracted before `exp`).
+//! logits (the lane's maximum is subtracted before `exp`). Each rule is a
+//! function of one lane as slices (`*_row`), run over every lane by
+//! [`AxisLanes::rows`]: in place and vectorised along the last axis, on a
+//! gathered copy along any other.
 
 use std::panic::Location;
 
 use crate::error::ErrorKind;
 use crate::ops::Op;
 use crate::ops::axis::{AxisLanes, normalize_axis};
+use crate::ops::reduce::sum_slice;
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
 use crate::tensor::Tensor;
@@ -17,23 +21,7 @@ use crate::{Float, Tape, Var};
 /// Gradient: `y * (g - sum(g * y))`, the sum taken along `axis`.
 #[track_caller]
 pub fn g_softmax<T: Float>(tp: &mut Tape<T>, x: Var, axis: isize) -> Var {
-    let op = |x, axis| Op::Softmax { x, axis };
-    along_axis(tp, "g_softmax", x, axis, op, |x, y, lanes| lanes.for_each(|_, start| softmax_lane(x, y, lanes, start)))
-}
-
-/// Softmax of one lane (elements at `start + j * lanes.inner`) of `x` into
-/// the same positions of `y`.
-pub(crate) fn softmax_lane<T: Float>(x: &[T], y: &mut [T], lanes: AxisLanes, start: usize) {
-    let at = |j: usize| start + j * lanes.inner;
-    let max = lane_max(x, lanes, start);
-    let mut total = T::zero();
-    for j in 0..lanes.len {
-        y[at(j)] = (x[at(j)] - max).tape_exp();
-        total += y[at(j)];
-    }
-    for j in 0..lanes.len {
-        y[at(j)] /= total;
-    }
+    along_axis(tp, "g_softmax", x, axis, |x, axis| Op::Softmax { x, axis }, softmax_row)
 }
 
 /// `x - max - log(sum(exp(x - max)))` along `axis`: the log of softmax,
@@ -43,23 +31,33 @@ pub(crate) fn softmax_lane<T: Float>(x: &[T], y: &mut [T], lanes: AxisLanes, sta
 /// Gradient: `g - softmax(x) * sum(g)`, the sum taken along `axis`.
 #[track_caller]
 pub fn g_log_softmax<T: Float>(tp: &mut Tape<T>, x: Var, axis: isize) -> Var {
-    let op = |x, axis| Op::LogSoftmax { x, axis };
-    along_axis(tp, "g_log_softmax", x, axis, op, |x, y, lanes| {
-        lanes.for_each(|_, start| {
-            let at = |j: usize| start + j * lanes.inner;
-            let max = lane_max(x, lanes, start);
-            let total = (0..lanes.len).fold(T::zero(), |s, j| s + (x[at(j)] - max).tape_exp());
-            let log_total = total.ln();
-            for j in 0..lanes.len {
-                y[at(j)] = x[at(j)] - max - log_total;
-            }
-        })
-    })
+    along_axis(tp, "g_log_softmax", x, axis, |x, axis| Op::LogSoftmax { x, axis }, log_softmax_row)
 }
 
-/// The largest element of a lane (`-inf` for an empty lane).
-pub(crate) fn lane_max<T: Float>(x: &[T], lanes: AxisLanes, start: usize) -> T {
-    (0..lanes.len).fold(T::neg_infinity(), |m, j| m.max(x[start + j * lanes.inner]))
+/// The softmax of one lane `x` into `y`.
+pub(crate) fn softmax_row<T: Float>([x]: [&[T]; 1], y: &mut [T]) {
+    let max = row_max(x);
+    for (y, &x) in y.iter_mut().zip(x) {
+        *y = (x - max).tape_exp();
+    }
+    let total = sum_slice(y);
+    y.iter_mut().for_each(|y| *y /= total);
+}
+
+fn log_softmax_row<T: Float>([x]: [&[T]; 1], y: &mut [T]) {
+    let max = row_max(x);
+    for (y, &x) in y.iter_mut().zip(x) {
+        *y = (x - max).tape_exp();
+    }
+    let log_total = sum_slice(y).ln();
+    for (y, &x) in y.iter_mut().zip(x) {
+        *y = x - max - log_total;
+    }
+}
+
+/// The largest element of a lane (`-inf` for an empty one).
+pub(crate) fn row_max<T: Float>(x: &[T]) -> T {
+    x.iter().fold(T::neg_infinity(), |m, &v| m.max(v))
 }
 
 #[track_caller]
@@ -69,7 +67,7 @@ fn along_axis<T: Float>(
     x: Var,
     axis: isize,
     op: fn(NodeId, usize) -> Op<T>,
-    kernel: impl Fn(&[T], &mut [T], AxisLanes),
+    row: fn([&[T]; 1], &mut [T]),
 ) -> Var {
     let location = Location::caller();
     let Some([x]) = tp.resolve(name, [x], location) else {
@@ -81,7 +79,9 @@ fn along_axis<T: Float>(
     };
     let lanes = AxisLanes::new(tp.shape(x), axis);
     let mut out = tp.output(tp.value_of(x).shape.clone());
-    kernel(&tp.value_of(x).data, &mut out.data, lanes);
+    let mut scratch = tp.scratch(lanes.scratch_len(1));
+    lanes.rows([&tp.value_of(x).data], &mut out.data, &mut scratch, row);
+    tp.recycle(scratch);
     tp.push(op(x, axis), out)
 }
 
@@ -93,11 +93,13 @@ pub(crate) fn softmax_backward<T: Float>(
     axis: usize,
 ) {
     // y * (g - sum(g * y)) along each lane.
-    lane_backward(sink, g, out, x, axis, |g, y, lanes, start, dx| {
-        let at = |j: usize| start + j * lanes.inner;
-        let dot = (0..lanes.len).fold(T::zero(), |s, j| s + g[at(j)] * y[at(j)]);
-        for j in 0..lanes.len {
-            dx[at(j)] = y[at(j)] * (g[at(j)] - dot);
+    lane_backward(sink, g, out, x, axis, |[g, y], dx| {
+        for ((d, &g), &y) in dx.iter_mut().zip(g).zip(y) {
+            *d = g * y;
+        }
+        let dot = sum_slice(dx);
+        for ((d, &g), &y) in dx.iter_mut().zip(g).zip(y) {
+            *d = y * (g - dot);
         }
     });
 }
@@ -110,25 +112,25 @@ pub(crate) fn log_softmax_backward<T: Float>(
     axis: usize,
 ) {
     // g - exp(y) * sum(g) along each lane.
-    lane_backward(sink, g, out, x, axis, |g, y, lanes, start, dx| {
-        let at = |j: usize| start + j * lanes.inner;
-        let total = (0..lanes.len).fold(T::zero(), |s, j| s + g[at(j)]);
-        for j in 0..lanes.len {
-            dx[at(j)] = g[at(j)] - y[at(j)].tape_exp() * total;
+    lane_backward(sink, g, out, x, axis, |[g, y], dx| {
+        let total = sum_slice(g);
+        for ((d, &g), &y) in dx.iter_mut().zip(g).zip(y) {
+            *d = g - y.tape_exp() * total;
         }
     });
 }
 
-/// Runs `rule(g, y, lanes, start, dx)` on every lane along `axis` (the
-/// lane's elements sit at `start + j * lanes.inner`) and adds `dx` to `x`'s gradient.
+/// Runs `row([g, y], dx)` on every lane along `axis` and adds `dx` to `x`'s gradient.
 fn lane_backward<T: Float>(
     sink: &mut GradSink<'_, T>,
     g: &Tensor<T>,
     out: &Tensor<T>,
     x: NodeId,
     axis: usize,
-    rule: impl Fn(&[T], &[T], AxisLanes, usize, &mut [T]),
+    row: impl Fn([&[T]; 2], &mut [T]) + Sync,
 ) {
     let lanes = AxisLanes::new(out.shape(), axis);
-    sink.contribute(x, |c| lanes.for_each(|_, start| rule(&g.data, &out.data, lanes, start, c)));
+    let mut scratch = sink.scratch(lanes.scratch_len(2));
+    sink.contribute(x, |dx| lanes.rows([&g.data, &out.data], dx, &mut scratch, row));
+    sink.recycle(scratch);
 }
