@@ -1,19 +1,24 @@
 //! Recycled tensor buffers, so a training loop that rewinds its tape with
 //! `reset_to` stops allocating after its first step.
 
-use std::collections::BTreeMap;
-
-/// Free buffers keyed by capacity. A request takes the smallest buffer that
-/// fits (best fit): a training step asks for the same sizes in the same
-/// order every time, so after the first step every request finds its own
-/// size waiting.
+/// Free buffers in buckets of one capacity each, sorted by capacity. A
+/// request takes the smallest buffer that fits (best fit): a training step
+/// asks for the same sizes in the same order every time, so after the first
+/// step every request finds its own size waiting, found by one binary
+/// search over the few distinct sizes a model uses. Buckets stay when they
+/// empty, so a steady step never inserts or removes one.
 pub(crate) struct BufferPool<T> {
-    free: BTreeMap<usize, Vec<Vec<T>>>,
+    buckets: Vec<Bucket<T>>,
+}
+
+struct Bucket<T> {
+    capacity: usize,
+    free: Vec<Vec<T>>,
 }
 
 impl<T: Copy + Default> BufferPool<T> {
     pub(crate) fn new() -> Self {
-        BufferPool { free: BTreeMap::new() }
+        BufferPool { buckets: Vec::new() }
     }
 
     /// A buffer of `len` elements whose contents are unspecified (stale
@@ -25,7 +30,11 @@ impl<T: Copy + Default> BufferPool<T> {
         }
         // Reusing a buffer far larger than asked would strand its capacity.
         let max_capacity = len.saturating_mul(2).max(64);
-        let found = self.free.range_mut(len..=max_capacity).find_map(|(_, bucket)| bucket.pop());
+        let first = self.buckets.partition_point(|b| b.capacity < len);
+        let found = self.buckets[first..]
+            .iter_mut()
+            .take_while(|b| b.capacity <= max_capacity)
+            .find_map(|bucket| bucket.free.pop());
         match found {
             Some(mut buffer) => {
                 buffer.resize(len, T::default());
@@ -44,15 +53,20 @@ impl<T: Copy + Default> BufferPool<T> {
 
     /// Returns a buffer for reuse.
     pub(crate) fn give(&mut self, buffer: Vec<T>) {
-        if buffer.capacity() > 0 {
-            self.free.entry(buffer.capacity()).or_default().push(buffer);
+        let capacity = buffer.capacity();
+        if capacity == 0 {
+            return;
+        }
+        match self.buckets.binary_search_by_key(&capacity, |b| b.capacity) {
+            Ok(i) => self.buckets[i].free.push(buffer),
+            Err(i) => self.buckets.insert(i, Bucket { capacity, free: vec![buffer] }),
         }
     }
 
     /// How many buffers are waiting.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.free.values().map(Vec::len).sum()
+        self.buckets.iter().map(|b| b.free.len()).sum()
     }
 }
 
