@@ -9,10 +9,14 @@
 //! `expand.rs` (code generation, with `operand.rs`). `builtins.rs` is the one table of built-in
 //! functions all three read. Every mistake is a spanned `compile_error!`,
 //! several at once when they are independent; the macro never panics.
+//!
+//! `#[derive(Params)]` (re-exported as `grad_runtime::Params`) lives in
+//! `derive/`: it reads a struct and lists its parameters by dotted path.
 
 mod ast;
 mod builtins;
 mod check;
+mod derive;
 mod error;
 mod expand;
 mod operand;
@@ -32,6 +36,16 @@ use proc_macro::TokenStream;
 #[proc_macro]
 pub fn grad(input: TokenStream) -> TokenStream {
     expand_grad(input.into()).into()
+}
+
+/// Lists the parameters of a model struct by dotted path (`layers.0.w`):
+/// implements `grad_runtime::Params`.
+///
+/// See `grad_runtime::Params` for what fields may hold and the options
+/// `#[params(skip)]` and `#[params(rename = "name")]`.
+#[proc_macro_derive(Params, attributes(params))]
+pub fn derive_params(input: TokenStream) -> TokenStream {
+    derive::derive_params(input.into()).into()
 }
 
 /// The whole macro on `proc_macro2` tokens: the expansion, or the errors.

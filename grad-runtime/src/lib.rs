@@ -30,6 +30,10 @@
 //! # Ok::<(), grad_runtime::GradError>(())
 //! ```
 
+// `grad!` and `#[derive(Params)]` expand to `::grad_runtime::...` paths; this
+// makes those paths resolve inside the crate too (the `nn` layers use both).
+extern crate self as grad_runtime;
+
 mod backward;
 mod broadcast;
 #[doc(hidden)]
@@ -38,6 +42,7 @@ mod error;
 mod float;
 mod ops;
 mod optim;
+mod params;
 mod pool;
 mod rng;
 mod tape;
@@ -46,6 +51,8 @@ mod var;
 
 pub use error::{ErrorKind, GradError};
 pub use float::Float;
+/// Derives [`Params`](trait@Params) for a model struct; see the trait.
+pub use grad_macros::Params;
 #[doc = include_str!("grad_macro.md")]
 pub use grad_macros::grad;
 pub use ops::binary::{g_add, g_div, g_mul, g_sub};
@@ -62,6 +69,7 @@ pub use ops::unary::{
     g_softplus, g_sqrt, g_tanh,
 };
 pub use optim::{Adam, AdamW, Optimizer, Sgd};
+pub use params::{ParamVisitor, Params};
 pub use rng::Rng;
 pub use tape::Tape;
 pub use tensor::TensorInput;

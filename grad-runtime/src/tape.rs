@@ -322,6 +322,11 @@ impl<T: Float> Tape<T> {
         Var { tape: self.id, generation: self.generation, index }
     }
 
+    /// The handle of the live node `id`.
+    pub(crate) fn var_at(&self, id: NodeId) -> Var {
+        Var { tape: self.id, generation: self.nodes[id].generation, index: id as u32 }
+    }
+
     pub(crate) fn shape(&self, id: NodeId) -> &[usize] {
         self.nodes[id].value.shape()
     }
