@@ -40,6 +40,7 @@ mod broadcast;
 pub mod dsl;
 mod error;
 mod float;
+pub mod io;
 mod ops;
 mod optim;
 mod params;

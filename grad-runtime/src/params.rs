@@ -3,9 +3,12 @@
 //! tape's.
 
 use std::fmt::Write;
+use std::panic::Location;
+use std::path::Path;
 
+use crate::io::LoadOptions;
 use crate::ops::Op;
-use crate::{Float, Tape, Var};
+use crate::{Float, GradError, Tape, Var};
 
 /// A model, or a part of one, whose parameters can be listed by name.
 ///
@@ -73,6 +76,92 @@ pub trait Params {
         let mut named = Vec::new();
         self.visit_params(&mut ParamVisitor::new(&mut |name, var| named.push((name.to_string(), var))));
         named
+    }
+
+    /// Writes every parameter's value to a safetensors file at `path`,
+    /// under its name, with the tape's element type; the file is replaced
+    /// atomically. See [`io`](crate::io) for the layout.
+    ///
+    /// Errors, with no file written: a bad handle (stale, from another
+    /// tape), two parameters with one name, an I/O failure.
+    ///
+    /// ```
+    /// use grad_runtime::{Params, Tape, Var};
+    /// use ndarray::array;
+    ///
+    /// #[derive(Params)]
+    /// struct Dense { w: Var, b: Var }
+    ///
+    /// let path = std::env::temp_dir().join(format!("grad-doc-save-{}.safetensors", std::process::id()));
+    /// let mut tape = Tape::<f64>::new();
+    /// let trained = Dense { w: tape.param(array![[1.0, 2.0]]), b: tape.param(array![0.5]) };
+    /// trained.save(&tape, &path)?;
+    ///
+    /// let mut fresh_tape = Tape::<f64>::new();
+    /// let fresh = Dense { w: fresh_tape.param(array![[0.0, 0.0]]), b: fresh_tape.param(array![0.0]) };
+    /// fresh.load(&mut fresh_tape, &path)?;
+    /// assert_eq!(fresh_tape.value(fresh.w), array![[1.0, 2.0]].into_dyn());
+    /// # std::fs::remove_file(&path).unwrap();
+    /// # Ok::<(), grad_runtime::GradError>(())
+    /// ```
+    #[track_caller]
+    fn save<T: Float>(&self, tape: &Tape<T>, path: impl AsRef<Path>) -> Result<(), GradError>
+    where
+        Self: Sized,
+    {
+        crate::io::model::save(tape, &self.named_params(), path.as_ref(), &[], Location::caller())
+    }
+
+    /// [`save`](Params::save), with string key-values in the file's header
+    /// (read back by [`io::read_metadata`](crate::io::read_metadata)).
+    #[track_caller]
+    fn save_with_metadata<T: Float>(
+        &self,
+        tape: &Tape<T>,
+        path: impl AsRef<Path>,
+        metadata: &[(&str, &str)],
+    ) -> Result<(), GradError>
+    where
+        Self: Sized,
+    {
+        crate::io::model::save(tape, &self.named_params(), path.as_ref(), metadata, Location::caller())
+    }
+
+    /// Reads the parameters' values back from a file [`save`](Params::save)
+    /// (or any safetensors writer) made, into the existing parameters.
+    ///
+    /// All or nothing: every tensor is checked first, and any problem
+    /// leaves every parameter bit-identical and returns a [`GradError`]
+    /// naming the tensor and the difference: a parameter missing from the
+    /// file ([`MissingTensor`](crate::ErrorKind::MissingTensor)), a tensor
+    /// the model lacks ([`UnexpectedTensor`](crate::ErrorKind::UnexpectedTensor);
+    /// allowed by [`load_with`](Params::load_with)), a wrong shape
+    /// ([`TensorShape`](crate::ErrorKind::TensorShape)) or element type
+    /// ([`TensorDtype`](crate::ErrorKind::TensorDtype)), a file cut short
+    /// ([`Truncated`](crate::ErrorKind::Truncated)), a file that is not
+    /// safetensors or whose header is damaged
+    /// ([`NotSafetensors`](crate::ErrorKind::NotSafetensors)), an I/O
+    /// failure ([`Io`](crate::ErrorKind::Io)), a bad handle.
+    #[track_caller]
+    fn load<T: Float>(&self, tape: &mut Tape<T>, path: impl AsRef<Path>) -> Result<(), GradError>
+    where
+        Self: Sized,
+    {
+        crate::io::model::load(tape, &self.named_params(), path.as_ref(), LoadOptions::new(), Location::caller())
+    }
+
+    /// [`load`](Params::load) with options (tensors the model lacks ignored).
+    #[track_caller]
+    fn load_with<T: Float>(
+        &self,
+        tape: &mut Tape<T>,
+        path: impl AsRef<Path>,
+        options: LoadOptions,
+    ) -> Result<(), GradError>
+    where
+        Self: Sized,
+    {
+        crate::io::model::load(tape, &self.named_params(), path.as_ref(), options, Location::caller())
     }
 }
 
