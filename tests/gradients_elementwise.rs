@@ -49,7 +49,7 @@ fn add_broadcasting_finite_differences() {
 fn add_gradient_counts_how_often_each_element_was_used() {
     // d/db sum(a + b) for b broadcast over 4 rows is exactly 4.
     let g = grads_of_sum(&[integers(&[4, 3], 1.0), integers(&[3], 1.0)], |tp, v| g_add(tp, v[0], v[1]));
-    assert_eq!(g[0], ArrayD::ones(IxDyn(&[4, 3])));
+    assert_eq!(g[0], ArrayD::<f64>::ones(IxDyn(&[4, 3])));
     assert_eq!(g[1], ArrayD::from_elem(IxDyn(&[3]), 4.0));
     let g = grads_of_sum(&[integers(&[2, 1, 3], 1.0), integers(&[4, 1], 1.0)], |tp, v| g_add(tp, v[0], v[1]));
     assert_eq!(g[0], ArrayD::from_elem(IxDyn(&[2, 1, 3]), 4.0));
@@ -68,7 +68,7 @@ fn sub_gradient_is_exactly_minus_the_use_count_for_the_right_operand() {
     assert_eq!(g[1], ArrayD::from_elem(IxDyn(&[1, 4]), -3.0));
     // x - x is constant: its gradient is exactly zero.
     let g = grads_of_sum(&[integers(&[5], 1.5)], |tp, v| g_sub(tp, v[0], v[0]));
-    assert_eq!(g[0], ArrayD::zeros(IxDyn(&[5])));
+    assert_eq!(g[0], ArrayD::<f64>::zeros(IxDyn(&[5])));
 }
 
 #[test]
@@ -107,7 +107,7 @@ fn div_gradients_are_exact_reciprocals() {
     assert_eq!(g[1], array![-0.75, 0.3125, -28.0].into_dyn());
     // x / x is constant: the two contributions cancel exactly.
     let g = grads_of_sum(&[integers(&[4], 1.0)], |tp, v| g_div(tp, v[0], v[0]));
-    assert_eq!(g[0], ArrayD::zeros(IxDyn(&[4])));
+    assert_eq!(g[0], ArrayD::<f64>::zeros(IxDyn(&[4])));
 }
 
 fn check_unary(name: &str, op: fn(&mut Tape<f64>, Var) -> Var, input: ArrayD<f64>) {

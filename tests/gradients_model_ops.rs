@@ -30,7 +30,7 @@ fn axis_reductions_finite_differences_on_every_axis() {
 fn axis_reductions_have_exact_gradients_and_shapes() {
     let x = integers(&[2, 3, 4], 1.0);
     let g = grads_with(std::slice::from_ref(&x), &ArrayD::ones(IxDyn(&[2, 4])), |tp, v| g_sum_axis(tp, v[0], 1, false));
-    assert_eq!(g[0], ArrayD::ones(IxDyn(&[2, 3, 4])));
+    assert_eq!(g[0], ArrayD::<f64>::ones(IxDyn(&[2, 3, 4])));
     let g =
         grads_with(std::slice::from_ref(&x), &ArrayD::ones(IxDyn(&[2, 3, 1])), |tp, v| g_mean_axis(tp, v[0], -1, true));
     assert_eq!(g[0], ArrayD::from_elem(IxDyn(&[2, 3, 4]), 0.25));
@@ -281,7 +281,7 @@ fn layer_norm_identities_hold_exactly() {
     let cot = array![[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]].into_dyn();
     let inputs = [x.clone(), array![2.0, 3.0].into_dyn(), array![0.5, -0.5].into_dyn()];
     let g = grads_with(&inputs, &cot, |tp, v| g_layer_norm(tp, v[0], v[1], v[2], 0.0));
-    assert_eq!(g[0], ArrayD::zeros(IxDyn(&[3, 2])));
+    assert_eq!(g[0], ArrayD::<f64>::zeros(IxDyn(&[3, 2])));
     assert_eq!(g[1], array![-1.0 - 3.0 + 5.0, 2.0 + 4.0 - 6.0].into_dyn());
     assert_eq!(g[2], array![9.0, 12.0].into_dyn());
     let y = forward(&inputs, |tp, v| g_layer_norm(tp, v[0], v[1], v[2], 0.0));

@@ -36,6 +36,7 @@ extern crate self as grad_runtime;
 
 mod backward;
 mod broadcast;
+mod claims;
 #[doc(hidden)]
 pub mod dsl;
 mod error;

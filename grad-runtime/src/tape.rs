@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use ndarray::{ArrayViewD, Dimension, IxDyn};
 
+use crate::claims::Claims;
 use crate::error::{ErrorKind, GradError};
 use crate::ops::Op;
 use crate::pool::BufferPool;
@@ -63,6 +64,8 @@ pub struct Tape<T: Float = f32> {
     /// Backing store for the view `grad` returns for an untouched node.
     zeros: Vec<T>,
     error: Option<GradError>,
+    /// The parameters some optimizer registered (or `freeze` fixed).
+    pub(crate) claims: Claims,
 }
 
 impl<T: Float> Default for Tape<T> {
@@ -83,6 +86,7 @@ impl<T: Float> Tape<T> {
             index_pool: BufferPool::new(),
             zeros: Vec::new(),
             error: None,
+            claims: Claims::default(),
         }
     }
 
