@@ -138,10 +138,6 @@ impl<'a> Archive<'a> {
         &self.metadata
     }
 
-    pub(crate) fn contains(&self, name: &str) -> bool {
-        self.tensors.tensor(name).is_ok()
-    }
-
     /// The bytes of tensor `name`, which must exist with the tape's element
     /// type and exactly `shape`.
     pub(crate) fn floats<T: Float>(
