@@ -35,22 +35,26 @@
 extern crate self as grad_runtime;
 
 mod backward;
+mod batches;
 mod broadcast;
 mod claims;
 #[doc(hidden)]
 pub mod dsl;
 mod error;
 mod float;
+pub mod init;
 pub mod io;
 mod ops;
 mod optim;
 mod params;
 mod pool;
 mod rng;
+pub mod schedule;
 mod tape;
 mod tensor;
 mod var;
 
+pub use batches::Minibatches;
 pub use error::{ErrorKind, GradError};
 pub use float::Float;
 /// Derives [`Params`](trait@Params) for a model struct; see the trait.
