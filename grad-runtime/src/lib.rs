@@ -44,6 +44,7 @@ mod error;
 mod float;
 pub mod init;
 pub mod io;
+pub mod nn;
 mod ops;
 mod optim;
 mod params;
