@@ -157,7 +157,7 @@ fn an_mlp_trains_on_two_moons_with_add_params_and_minibatches() {
     }
     let x = tape.constant(&x_all);
     let logits = mlp.forward(&mut tape, x);
-    let predicted = argmax(&mut tape, logits, -1).unwrap();
+    let predicted = argmax(&tape, logits, -1).unwrap();
     let correct = predicted.iter().zip(&labels).filter(|(p, l)| p == l).count();
     assert!(correct >= 190, "two moons: {correct}/200");
 }

@@ -63,7 +63,7 @@ fn a_missing_parameter_is_named() {
     let partial = Partial { layers: &full.layers, head_w: full.head.w, scales: full.scales };
     partial.save(&tape, &path).unwrap();
     let err = refused(&path);
-    assert!(matches!(err.kind(), ErrorKind::MissingTensor { tensor, .. } if tensor == "head.w"), "{err}");
+    assert!(matches!(err.kind(), ErrorKind::MissingTensor { tensor, .. } if &**tensor == "head.w"), "{err}");
     assert!(err.to_string().contains("tensor `head.w` is missing from"), "{err}");
 }
 
@@ -82,7 +82,7 @@ fn an_unexpected_tensor_is_named() {
     // Saved with a `net.` prefix: every name is unexpected; the first (sorted) is reported.
     Extra { net: &full, probe: &probe }.save(&tape, &path).unwrap();
     let err = refused(&path);
-    assert!(matches!(err.kind(), ErrorKind::MissingTensor { tensor, .. } if tensor == "layers.0.inner.w"), "{err}");
+    assert!(matches!(err.kind(), ErrorKind::MissingTensor { tensor, .. } if &**tensor == "layers.0.inner.w"), "{err}");
 
     // The net's own names plus one more.
     #[derive(Params)]
@@ -95,7 +95,7 @@ fn an_unexpected_tensor_is_named() {
     }
     Plus { l: &full.layers, head: &full.head, scales: full.scales, probe }.save(&tape, &path).unwrap();
     let err = refused(&path);
-    assert!(matches!(err.kind(), ErrorKind::UnexpectedTensor { tensor, .. } if tensor == "probe.b"), "{err}");
+    assert!(matches!(err.kind(), ErrorKind::UnexpectedTensor { tensor, .. } if &**tensor == "probe.b"), "{err}");
     assert!(err.to_string().contains("holds tensor `probe.b`, which is not a parameter here"), "{err}");
 }
 
@@ -110,7 +110,7 @@ fn a_wrong_shape_is_named_with_both_shapes() {
     let err = refused(&path);
     match err.kind() {
         ErrorKind::TensorShape { tensor, expected, found, .. } => {
-            assert_eq!((tensor.as_str(), &expected[..], &found[..]), ("head.w", &[4, 2][..], &[4, 3][..]));
+            assert_eq!((&**tensor, &expected[..], &found[..]), ("head.w", &[4, 2][..], &[4, 3][..]));
         }
         other => panic!("wrong kind {other:?}"),
     }
@@ -127,7 +127,7 @@ fn a_wrong_dtype_is_named() {
     let err = refused(&path);
     assert!(
         matches!(err.kind(), ErrorKind::TensorDtype { tensor, expected, found, .. }
-            if tensor == "layers.0.inner.w" && expected == "F32" && found == "F64"),
+            if &**tensor == "layers.0.inner.w" && *expected == "F32" && *found == "F64"),
         "{err}"
     );
     assert!(err.to_string().contains("holds F64 elements, but the tape holds F32"), "{err}");

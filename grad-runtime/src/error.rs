@@ -90,23 +90,28 @@ pub enum ErrorKind {
     /// to (`[B, 784] with B = 64`), `problem` what disagrees (`dim 1 is 783`).
     DeclaredShape { input: String, declared: String, problem: String },
     /// Reading or writing `file` failed; `message` is the system's reason.
-    Io { file: String, message: String },
+    /// (Names are `Box<str>` in these variants, and dtypes and metadata
+    /// keys `&'static str`, to keep `GradError` small: every `Result` of
+    /// the crate carries one.)
+    Io { file: Box<str>, message: String },
     /// `file` is not a safetensors file, or its header is damaged: `problem` says how.
-    NotSafetensors { file: String, problem: String },
+    NotSafetensors { file: Box<str>, problem: String },
     /// `file` ends before the data of `tensor` does: its bytes end at
     /// offset `end` of the data section, which holds only `available` bytes.
-    Truncated { file: String, tensor: String, end: u64, available: u64 },
+    Truncated { file: Box<str>, tensor: Box<str>, end: u64, available: u64 },
     /// A tensor the model (or optimizer) needs that `file` does not hold.
-    MissingTensor { file: String, tensor: String },
+    MissingTensor { file: Box<str>, tensor: Box<str> },
     /// A tensor in `file` that the model (or optimizer) does not have.
-    UnexpectedTensor { file: String, tensor: String },
+    UnexpectedTensor { file: Box<str>, tensor: Box<str> },
     /// A tensor of `file` whose shape differs from its parameter's.
-    TensorShape { file: String, tensor: String, expected: Vec<usize>, found: Vec<usize> },
-    /// A tensor of `file` whose element type differs from the tape's (`F32`, `F64`, ...).
-    TensorDtype { file: String, tensor: String, expected: String, found: String },
+    TensorShape { file: Box<str>, tensor: Box<str>, expected: Box<[usize]>, found: Box<[usize]> },
+    /// A tensor of `file` whose element type differs from the tape's
+    /// (safetensors' names: `F32`, `F64`, `BF16`, ...).
+    TensorDtype { file: Box<str>, tensor: Box<str>, expected: &'static str, found: &'static str },
     /// An optimizer state file that does not fit this optimizer: `what`
-    /// (the optimizer type, a hyperparameter's encoding, ...) differs.
-    StateMismatch { file: String, what: String, expected: String, found: String },
+    /// (the optimizer type, a metadata entry, ...) is `found` in the file
+    /// where this optimizer needs `expected`.
+    StateMismatch { file: Box<str>, what: &'static str, expected: &'static str, found: Box<str> },
     /// Two parameters with the same name (`layers.0.w`): files and
     /// optimizer states are keyed by name, so names must be unique.
     DuplicateName { name: String },
@@ -270,7 +275,7 @@ impl fmt::Display for ErrorKind {
                 write!(f, "tensor `{tensor}` of {file} holds {found} elements, but the tape holds {expected}")
             }
             ErrorKind::StateMismatch { file, what, expected, found } => {
-                write!(f, "{file} does not fit this optimizer: {what} is {found} in the file, {expected} here")
+                write!(f, "{file} does not fit this optimizer: its {what} is {found}, expected {expected}")
             }
             ErrorKind::DuplicateName { name } => write!(f, "two parameters are named `{name}`"),
             ErrorKind::UnregisteredParameter { name } => write!(

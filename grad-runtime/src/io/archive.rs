@@ -70,16 +70,18 @@ impl Writer {
         let metadata = (!self.metadata.is_empty()).then(|| self.metadata.into_iter().collect());
         let bytes = safetensors::serialize(self.tensors.iter().map(|(name, blob)| (name.as_str(), blob)), metadata)
             .map_err(|e| {
-                fail(op, ErrorKind::NotSafetensors { file: file.clone(), problem: e.to_string() }, location)
+                fail(op, ErrorKind::NotSafetensors { file: file.as_str().into(), problem: e.to_string() }, location)
             })?;
-        write_atomic(path, &bytes).map_err(|e| fail(op, ErrorKind::Io { file, message: e.to_string() }, location))
+        write_atomic(path, &bytes)
+            .map_err(|e| fail(op, ErrorKind::Io { file: file.into(), message: e.to_string() }, location))
     }
 }
 
 /// Reads a whole file.
 pub(crate) fn read_file(op: &'static str, path: &Path, location: Caller) -> Result<Vec<u8>, GradError> {
-    std::fs::read(path)
-        .map_err(|e| fail(op, ErrorKind::Io { file: path.display().to_string(), message: e.to_string() }, location))
+    std::fs::read(path).map_err(|e| {
+        fail(op, ErrorKind::Io { file: path.display().to_string().into(), message: e.to_string() }, location)
+    })
 }
 
 /// A checked safetensors file in memory.
@@ -93,7 +95,7 @@ impl<'a> Archive<'a> {
     /// Checks `bytes` as a safetensors file named `file` in errors.
     pub(crate) fn parse(op: &'static str, file: &str, bytes: &'a [u8], location: Caller) -> Result<Self, GradError> {
         let not_safetensors =
-            |problem: String| fail(op, ErrorKind::NotSafetensors { file: file.to_string(), problem }, location);
+            |problem: String| fail(op, ErrorKind::NotSafetensors { file: file.into(), problem }, location);
         let Some((length, rest)) = bytes.split_first_chunk::<8>() else {
             return Err(not_safetensors(format!(
                 "it is {} bytes long, shorter than the 8-byte header length a safetensors file starts with",
@@ -148,18 +150,18 @@ impl<'a> Archive<'a> {
         location: Caller,
     ) -> Result<&'a [u8], GradError> {
         let view = self.tensors.tensor(name).map_err(|_| self.missing(op, name, location))?;
-        let (file, tensor) = (self.file.clone(), name.to_string());
+        let (file, tensor) = (self.file.as_str().into(), name.into());
         if view.dtype() != dtype_of::<T>() {
             let kind = ErrorKind::TensorDtype {
                 file,
                 tensor,
-                expected: dtype_of::<T>().to_string(),
-                found: view.dtype().to_string(),
+                expected: dtype_name(dtype_of::<T>()),
+                found: dtype_name(view.dtype()),
             };
             return Err(fail(op, kind, location));
         }
         if view.shape() != shape {
-            let kind = ErrorKind::TensorShape { file, tensor, expected: shape.to_vec(), found: view.shape().to_vec() };
+            let kind = ErrorKind::TensorShape { file, tensor, expected: shape.into(), found: view.shape().into() };
             let shapes = vec![shape.to_vec(), view.shape().to_vec()];
             return Err(GradError::new(op, kind, shapes, location));
         }
@@ -169,26 +171,26 @@ impl<'a> Archive<'a> {
     /// The value of the scalar `I64` tensor `name`.
     pub(crate) fn int64(&self, op: &'static str, name: &str, location: Caller) -> Result<i64, GradError> {
         let view = self.tensors.tensor(name).map_err(|_| self.missing(op, name, location))?;
-        let (file, tensor) = (self.file.clone(), name.to_string());
+        let (file, tensor) = (self.file.as_str().into(), name.into());
         if view.dtype() != Dtype::I64 {
-            let kind = ErrorKind::TensorDtype { file, tensor, expected: "I64".into(), found: view.dtype().to_string() };
+            let kind = ErrorKind::TensorDtype { file, tensor, expected: "I64", found: dtype_name(view.dtype()) };
             return Err(fail(op, kind, location));
         }
         match view.data().try_into() {
             Ok(bytes) if view.shape().is_empty() => Ok(i64::from_le_bytes(bytes)),
             _ => {
-                let kind = ErrorKind::TensorShape { file, tensor, expected: Vec::new(), found: view.shape().to_vec() };
+                let kind = ErrorKind::TensorShape { file, tensor, expected: Box::new([]), found: view.shape().into() };
                 Err(fail(op, kind, location))
             }
         }
     }
 
     pub(crate) fn missing(&self, op: &'static str, name: &str, location: Caller) -> GradError {
-        fail(op, ErrorKind::MissingTensor { file: self.file.clone(), tensor: name.to_string() }, location)
+        fail(op, ErrorKind::MissingTensor { file: self.file.as_str().into(), tensor: name.into() }, location)
     }
 
     pub(crate) fn unexpected(&self, op: &'static str, name: &str, location: Caller) -> GradError {
-        fail(op, ErrorKind::UnexpectedTensor { file: self.file.clone(), tensor: name.to_string() }, location)
+        fail(op, ErrorKind::UnexpectedTensor { file: self.file.as_str().into(), tensor: name.into() }, location)
     }
 }
 
@@ -205,7 +207,7 @@ fn check_offsets(
 ) -> Result<(), GradError> {
     let Ok(serde_json::Value::Object(entries)) = serde_json::from_slice::<serde_json::Value>(header) else {
         let problem = "its header is not a JSON object of tensors (the file is not safetensors, or it is damaged)";
-        return Err(fail(op, ErrorKind::NotSafetensors { file: file.to_string(), problem: problem.into() }, location));
+        return Err(fail(op, ErrorKind::NotSafetensors { file: file.into(), problem: problem.into() }, location));
     };
     let cut = entries
         .iter()
@@ -219,11 +221,42 @@ fn check_offsets(
     match cut {
         Some((_, end, tensor)) => {
             let kind =
-                ErrorKind::Truncated { file: file.to_string(), tensor: tensor.clone(), end, available: data_len };
+                ErrorKind::Truncated { file: file.into(), tensor: tensor.as_str().into(), end, available: data_len };
             Err(fail(op, kind, location))
         }
         None => Ok(()),
     }
+}
+
+/// The name safetensors gives `dtype`, as a `&'static str` (the error
+/// kinds stay small: every `Result` of the crate carries one).
+fn dtype_name(dtype: Dtype) -> &'static str {
+    const NAMES: [&str; 22] = [
+        "BOOL",
+        "F4",
+        "F6_E2M3",
+        "F6_E3M2",
+        "U8",
+        "I8",
+        "F8_E5M2",
+        "F8_E4M3",
+        "F8_E8M0",
+        "F8_E4M3FNUZ",
+        "F8_E5M2FNUZ",
+        "I16",
+        "U16",
+        "F16",
+        "BF16",
+        "I32",
+        "U32",
+        "F32",
+        "C64",
+        "F64",
+        "I64",
+        "U64",
+    ];
+    let name = dtype.to_string();
+    NAMES.into_iter().find(|known| *known == name).unwrap_or("a newer dtype")
 }
 
 fn fail(op: &'static str, kind: ErrorKind, location: Caller) -> GradError {

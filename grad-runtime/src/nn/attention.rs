@@ -45,7 +45,7 @@ impl MultiHeadAttention {
     /// `heads` that does not divide `dim` (or is 0) poisons the tape.
     #[track_caller]
     pub fn new<T: Float>(tape: &mut Tape<T>, rng: &mut Rng, dim: usize, heads: usize) -> MultiHeadAttention {
-        if heads == 0 || dim % heads != 0 {
+        if heads == 0 || !dim.is_multiple_of(heads) {
             let kind = ErrorKind::InvalidArgument { name: "heads", value: heads as f64, expected: "a divisor of dim" };
             tape.poison(GradError::new("MultiHeadAttention::new", kind, Vec::new(), Location::caller()));
         }

@@ -82,49 +82,51 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    fn open(op: &'static str, path: &Path, bytes: &'a [u8], optimizer: &str, at: Caller) -> Result<Self, GradError> {
+    fn open(
+        op: &'static str,
+        path: &Path,
+        bytes: &'a [u8],
+        optimizer: &'static str,
+        at: Caller,
+    ) -> Result<Self, GradError> {
         let archive = Archive::parse(op, &path.display().to_string(), bytes, at)?;
         let reader = Reader { op, at, archive, taken: HashSet::new() };
-        let format = reader.meta("grad.format")?;
+        // A model file (or any other) has no format entry: say what was expected.
+        let format = reader.archive.metadata().get("grad.format").map_or("missing", String::as_str);
         if format != FORMAT {
-            return Err(reader.mismatch("the format (`grad.format`)", FORMAT, format));
+            return Err(reader.mismatch("grad.format", FORMAT, format));
         }
         let found = reader.meta("optimizer")?;
         if found != optimizer {
-            return Err(reader.mismatch("the optimizer", optimizer, found));
+            return Err(reader.mismatch("optimizer", optimizer, found));
         }
         Ok(reader)
     }
 
-    fn mismatch(&self, what: &str, expected: &str, found: &str) -> GradError {
-        let kind = ErrorKind::StateMismatch {
-            file: self.archive.file().to_string(),
-            what: what.to_string(),
-            expected: expected.to_string(),
-            found: found.to_string(),
-        };
+    fn mismatch(&self, what: &'static str, expected: &'static str, found: &str) -> GradError {
+        let kind = ErrorKind::StateMismatch { file: self.archive.file().into(), what, expected, found: found.into() };
         GradError::new(self.op, kind, Vec::new(), self.at)
     }
 
-    fn meta(&self, key: &str) -> Result<&str, GradError> {
+    fn meta(&self, key: &'static str) -> Result<&str, GradError> {
         match self.archive.metadata().get(key) {
             Some(value) => Ok(value),
-            None => Err(self.mismatch(&format!("metadata `{key}`"), "present", "missing")),
+            None => Err(self.mismatch(key, "a value", "missing")),
         }
     }
 
     /// A number from the metadata, in `domain` (named `key` in errors).
     fn number(&self, key: &'static str, domain: Domain) -> Result<f64, GradError> {
         let text = self.meta(key)?;
-        let value = text.parse::<f64>().map_err(|_| self.mismatch(&format!("metadata `{key}`"), "a number", text))?;
+        let value = text.parse::<f64>().map_err(|_| self.mismatch(key, "a number", text))?;
         check_arg(self.op, key, value, domain, self.at)
     }
 
-    fn flag(&self, key: &str) -> Result<bool, GradError> {
+    fn flag(&self, key: &'static str) -> Result<bool, GradError> {
         match self.meta(key)? {
             "true" => Ok(true),
             "false" => Ok(false),
-            other => Err(self.mismatch(&format!("metadata `{key}`"), "true or false", other)),
+            other => Err(self.mismatch(key, "true or false", other)),
         }
     }
 
@@ -135,13 +137,13 @@ impl<'a> Reader<'a> {
             _ => Some(self.number("max_norm", Domain::Positive)?),
         };
         let steps_text = self.meta("steps")?;
-        let steps = steps_text.parse::<u64>().map_err(|_| self.mismatch("metadata `steps`", "a count", steps_text))?;
+        let steps = steps_text.parse::<u64>().map_err(|_| self.mismatch("steps", "a count", steps_text))?;
         let mut updates = Vec::with_capacity(registry.entries().len());
         for entry in registry.entries() {
             let name = format!("{}.step", entry.name);
             let count = self.archive.int64(self.op, &name, self.at)?;
-            let count =
-                u64::try_from(count).map_err(|_| self.mismatch(&format!("`{name}`"), "a count", &count.to_string()))?;
+            let count = u64::try_from(count)
+                .map_err(|_| self.mismatch("a step count", "a count >= 0", &format!("{count} (`{name}`)")))?;
             self.taken.insert(name);
             updates.push(count);
         }
@@ -181,13 +183,16 @@ fn write_moments<T: Float>(writer: &mut Writer, registry: &Registry, moments: &[
     }
 }
 
+/// The file bytes of one parameter's `m` and `v`.
+type MomentBytes<'a> = (&'a [u8], &'a [u8]);
+
 /// Checks and returns the `m` and `v` bytes of every entry.
 fn read_moments<'a, T: Float>(
     reader: &mut Reader<'a>,
     registry: &Registry,
     tape: &Tape<T>,
     ids: &[NodeId],
-) -> Result<Vec<(&'a [u8], &'a [u8])>, GradError> {
+) -> Result<Vec<MomentBytes<'a>>, GradError> {
     let mut staged = Vec::with_capacity(ids.len());
     for (entry, &id) in registry.entries().iter().zip(ids) {
         let m = reader.floats::<T>(format!("{}.exp_avg", entry.name), tape.shape(id))?;
@@ -197,7 +202,7 @@ fn read_moments<'a, T: Float>(
     Ok(staged)
 }
 
-fn restore_moments<T: Float>(moments: &mut [T], registry: &Registry, staged: Vec<(&[u8], &[u8])>) {
+fn restore_moments<T: Float>(moments: &mut [T], registry: &Registry, staged: Vec<MomentBytes<'_>>) {
     for (entry, (m_bytes, v_bytes)) in registry.entries().iter().zip(staged) {
         let (m, v) = moments_of_mut(moments, entry);
         decode_into(m_bytes, m);
@@ -395,7 +400,7 @@ impl<T: Float> Sgd<T> {
         let dampening = reader.number("dampening", Domain::Fraction)?;
         let nesterov = reader.flag("nesterov")?;
         if nesterov && (momentum <= 0.0 || dampening != 0.0) {
-            return Err(reader.mismatch("`nesterov`", "false (it needs momentum > 0 and no dampening)", "true"));
+            return Err(reader.mismatch("nesterov", "false (it needs momentum > 0 and no dampening)", "true"));
         }
         let mut staged = Vec::new();
         if momentum > 0.0 {
