@@ -426,6 +426,26 @@ mod tests {
     }
 
     #[test]
+    fn every_prefix_and_every_token_dropped_is_an_answer_not_a_panic() {
+        let full: Vec<TokenTree> = quote! {
+            #[derive(Params)] pub struct Net<'a, L: Fn() -> Var = Dense, const N: usize = 2> where L: Default {
+                #[params(rename = "weight", skip)] pub(crate) layers: Vec<HashMap<u8, [L; N]>>,
+                #[params] b: &'a Option<Box<dyn Fn(Var) -> Var>>,
+            }
+            struct Seq(#[params(skip)] A, pub B) where A: Copy;
+        }
+        .into_iter()
+        .collect();
+        for end in 0..=full.len() {
+            let _ = parse(full[..end].iter().cloned().collect());
+            for skip in 0..end {
+                let _ =
+                    parse(full[..end].iter().enumerate().filter(|(i, _)| *i != skip).map(|(_, t)| t.clone()).collect());
+            }
+        }
+    }
+
+    #[test]
     fn enums_unions_and_bad_options_are_errors() {
         let message = |tokens| parse(tokens).err().map(|e| e.messages()[0].text.clone()).unwrap();
         assert!(message(quote! { enum E { A(Var) } }).contains("`E` is an enum"));

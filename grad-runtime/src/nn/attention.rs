@@ -27,8 +27,11 @@ use crate::{Float, Params, Rng, Tape, Var, grad};
 /// ```
 #[derive(Params, Clone, Copy, Debug)]
 pub struct MultiHeadAttention {
+    /// Projects `x` to the queries, `[D, D]`.
     pub query: Linear,
+    /// Projects `x` to the keys, `[D, D]`.
     pub key: Linear,
+    /// Projects `x` to the values, `[D, D]`.
     pub value: Linear,
     /// Joins the heads.
     pub out: Linear,

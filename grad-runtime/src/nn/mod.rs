@@ -44,7 +44,8 @@
 //! let x = grad!(tape; reshape(x, [2, 3, dim]));
 //! let h = lm.attention.forward(&mut tape, x);
 //! let h = grad!(tape; x + h);
-//! let logits = lm.head.forward(&mut tape, lm.norm.forward(&mut tape, h));
+//! let normed = lm.norm.forward(&mut tape, h);
+//! let logits = lm.head.forward(&mut tape, normed);
 //! let loss = grad!(tape; cross_entropy(reshape(logits, [6, vocab]), &next));
 //! tape.backward(loss)?;
 //! assert!(tape.scalar(loss) > 0.0);
