@@ -78,5 +78,5 @@ fn backward_twice_accumulates_into_parameters_only() {
     tape.backward(l).unwrap();
     assert_eq!(tape.grad(w), &once * 2.0, "parameter gradients accumulate, as in PyTorch");
     assert_eq!(tape.grad(y), y_grad_once, "intermediate gradients are recomputed, not doubled");
-    assert_eq!(tape.grad(x), ArrayD::zeros(ndarray::IxDyn(&[3, 2])), "constants get no gradient");
+    assert_eq!(tape.grad(x), ArrayD::<f64>::zeros(ndarray::IxDyn(&[3, 2])), "constants get no gradient");
 }

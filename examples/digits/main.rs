@@ -3,14 +3,19 @@
 //! Adam, then reports the accuracy on the 360 held-out test images.
 //!
 //! Run: `cargo run --release --example digits`
+//!
+//! Options: `--save PATH` writes the trained model to a safetensors file;
+//! `--load PATH` evaluates a saved model instead of training one.
 
+mod args;
 mod data;
 
 use std::error::Error;
+use std::process::ExitCode;
 
+use args::Args;
 use data::{CLASSES, Digits, PIXELS};
-use grad_runtime::{Adam, Rng, Tape, Var, argmax, grad};
-use ndarray::{Array1, Array2};
+use grad_runtime::{Adam, Minibatches, Params, Rng, Tape, Var, argmax, grad, init};
 
 const HIDDEN: usize = 64;
 const EPOCHS: usize = 30;
@@ -18,12 +23,7 @@ const BATCH: usize = 32;
 /// The reference split: the first 1437 samples train, the last 360 test.
 const TRAIN: usize = 1437;
 
-/// Weights drawn from N(0, 2 / fan_in) (He initialisation, for relu).
-fn he_init(rng: &mut Rng, fan_in: usize, fan_out: usize) -> Array2<f32> {
-    let scale = (2.0 / fan_in as f64).sqrt();
-    Array2::from_shape_fn((fan_in, fan_out), |_| (rng.normal() * scale) as f32)
-}
-
+#[derive(Params)]
 struct Model {
     w1: Var,
     b1: Var,
@@ -32,12 +32,13 @@ struct Model {
 }
 
 impl Model {
+    /// Weights He-initialised (for relu), biases zero.
     fn new(tape: &mut Tape<f32>, rng: &mut Rng) -> Model {
         Model {
-            w1: tape.param(he_init(rng, PIXELS, HIDDEN)),
-            b1: tape.param(Array1::<f32>::zeros(HIDDEN)),
-            w2: tape.param(he_init(rng, HIDDEN, CLASSES)),
-            b2: tape.param(Array1::<f32>::zeros(CLASSES)),
+            w1: tape.param(init::he_normal(rng, &[PIXELS, HIDDEN])),
+            b1: tape.param(init::zeros(&[HIDDEN])),
+            w2: tape.param(init::he_normal(rng, &[HIDDEN, CLASSES])),
+            b2: tape.param(init::zeros(&[CLASSES])),
         }
     }
 
@@ -63,49 +64,70 @@ fn accuracy(tape: &mut Tape<f32>, model: &Model, set: &Digits) -> Result<f64, Bo
     Ok(correct as f64 / set.len() as f64)
 }
 
-fn main() -> Result<(), Box<dyn Error>> {
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}"); // Display, not the Debug form `main` would print
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), Box<dyn Error>> {
+    let args = Args::parse(std::env::args().skip(1))?;
     let (train, test) = Digits::parse(include_str!("../data/digits.csv"))?.split(TRAIN);
     println!("digits: {} training and {} test images of {PIXELS} pixels, {CLASSES} classes", train.len(), test.len());
 
     let mut rng = Rng::new(0);
     let mut tape = Tape::<f32>::new();
     let model = Model::new(&mut tape, &mut rng);
-    let mut opt = Adam::new(3e-3);
-    opt.add(&tape, model.w1, 1e-4)?;
-    opt.add(&tape, model.b1, 0.0)?;
-    opt.add(&tape, model.w2, 1e-4)?;
-    opt.add(&tape, model.b2, 0.0)?;
-    let mark = tape.mark();
+    match &args.load {
+        Some(path) => {
+            model.load(&mut tape, path)?;
+            println!("loaded {}", path.display());
+        }
+        None => train_model(&mut tape, &model, &train, &test, &mut rng)?,
+    }
+    let final_accuracy = accuracy(&mut tape, &model, &test)?;
+    println!("final test accuracy: {:.1}% ({} nodes on the tape)", 100.0 * final_accuracy, tape.len());
+    if let Some(path) = &args.save {
+        let accuracy = format!("{:.1}", 100.0 * final_accuracy);
+        model.save_with_metadata(&tape, path, &[("example", "digits"), ("test_accuracy", &accuracy)])?;
+        println!("saved {}", path.display());
+    }
+    Ok(())
+}
 
-    let mut order: Vec<usize> = (0..train.len()).collect();
+/// Adam on shuffled minibatches for `EPOCHS` epochs, reporting as it goes.
+fn train_model(
+    tape: &mut Tape<f32>,
+    model: &Model,
+    train: &Digits,
+    test: &Digits,
+    rng: &mut Rng,
+) -> Result<(), Box<dyn Error>> {
+    let mut opt = Adam::new(3e-3);
+    opt.add_params(tape, model, |name| if name.starts_with('w') { 1e-4 } else { 0.0 })?;
+    let mark = tape.mark();
+    let mut batches = Minibatches::new(train.len(), BATCH);
     for epoch in 1..=EPOCHS {
-        shuffle(&mut order, &mut rng);
         let mut total_loss = 0.0;
-        for batch in order.chunks(BATCH) {
+        for batch in batches.shuffled(rng) {
             let (images, labels) = train.batch(batch);
             let x = tape.constant(&images);
-            let logits = model.logits(&mut tape, x);
+            let logits = model.logits(tape, x);
             let loss = grad!(tape; cross_entropy(logits, &labels));
             tape.backward(loss)?;
-            opt.step(&mut tape)?;
+            opt.step(tape)?;
             total_loss += f64::from(tape.scalar(loss)) * batch.len() as f64;
             tape.reset_to(mark);
         }
         if epoch % 5 == 0 || epoch == 1 {
             let mean_loss = total_loss / train.len() as f64;
-            let test_accuracy = accuracy(&mut tape, &model, &test)?;
+            let test_accuracy = accuracy(tape, model, test)?;
             println!("epoch {epoch:>2}: train loss {mean_loss:.4}, test accuracy {:.1}%", 100.0 * test_accuracy);
         }
     }
-    let final_accuracy = accuracy(&mut tape, &model, &test)?;
-    println!("final test accuracy: {:.1}% ({} nodes on the tape)", 100.0 * final_accuracy, tape.len());
     Ok(())
-}
-
-/// Fisher-Yates with the example's seeded generator.
-fn shuffle(items: &mut [usize], rng: &mut Rng) {
-    for i in (1..items.len()).rev() {
-        let j = (rng.next_u64() % (i as u64 + 1)) as usize;
-        items.swap(i, j);
-    }
 }

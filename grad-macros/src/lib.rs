@@ -14,10 +14,14 @@
 //! axes, dims-list entries). Every mistake is a spanned `compile_error!`,
 //! several at once when they are independent, in the order they are
 //! written; the macro never panics.
+//!
+//! `#[derive(Params)]` (re-exported as `grad_runtime::Params`) lives in
+//! `derive/`: it reads a struct and lists its parameters by dotted path.
 
 mod ast;
 mod builtins;
 mod check;
+mod derive;
 mod error;
 mod expand;
 mod explain;
@@ -48,6 +52,16 @@ pub fn grad(input: TokenStream) -> TokenStream {
 #[proc_macro]
 pub fn __builtin_table(_input: TokenStream) -> TokenStream {
     builtins::link_table().into()
+}
+
+/// Lists the parameters of a model struct by dotted path (`layers.0.w`):
+/// implements `grad_runtime::Params`.
+///
+/// See `grad_runtime::Params` for what fields may hold and the options
+/// `#[params(skip)]` and `#[params(rename = "name")]`.
+#[proc_macro_derive(Params, attributes(params))]
+pub fn derive_params(input: TokenStream) -> TokenStream {
+    derive::derive_params(input.into()).into()
 }
 
 /// The whole macro on `proc_macro2` tokens: the expansion, or the errors.

@@ -89,6 +89,36 @@ pub enum ErrorKind {
     /// `declared` is the declaration with the sizes its symbols were bound
     /// to (`[B, 784] with B = 64`), `problem` what disagrees (`dim 1 is 783`).
     DeclaredShape { input: String, declared: String, problem: String },
+    /// Reading or writing `file` failed; `message` is the system's reason.
+    /// (Names are `Box<str>` in these variants, and dtypes and metadata
+    /// keys `&'static str`, to keep `GradError` small: every `Result` of
+    /// the crate carries one.)
+    Io { file: Box<str>, message: String },
+    /// `file` is not a safetensors file, or its header is damaged: `problem` says how.
+    NotSafetensors { file: Box<str>, problem: String },
+    /// `file` ends before the data of `tensor` does: its bytes end at
+    /// offset `end` of the data section, which holds only `available` bytes.
+    Truncated { file: Box<str>, tensor: Box<str>, end: u64, available: u64 },
+    /// A tensor the model (or optimizer) needs that `file` does not hold.
+    MissingTensor { file: Box<str>, tensor: Box<str> },
+    /// A tensor in `file` that the model (or optimizer) does not have.
+    UnexpectedTensor { file: Box<str>, tensor: Box<str> },
+    /// A tensor of `file` whose shape differs from its parameter's.
+    TensorShape { file: Box<str>, tensor: Box<str>, expected: Box<[usize]>, found: Box<[usize]> },
+    /// A tensor of `file` whose element type differs from the tape's
+    /// (safetensors' names: `F32`, `F64`, `BF16`, ...).
+    TensorDtype { file: Box<str>, tensor: Box<str>, expected: &'static str, found: &'static str },
+    /// An optimizer state file that does not fit this optimizer: `what`
+    /// (the optimizer type, a metadata entry, ...) is `found` in the file
+    /// where this optimizer needs `expected`.
+    StateMismatch { file: Box<str>, what: &'static str, expected: &'static str, found: Box<str> },
+    /// Two parameters with the same name (`layers.0.w`): files and
+    /// optimizer states are keyed by name, so names must be unique.
+    DuplicateName { name: String },
+    /// A parameter received a gradient but is registered with no optimizer
+    /// (nor frozen with [`Tape::freeze`](crate::Tape::freeze)): `name` is
+    /// its tape position, `#index`.
+    UnregisteredParameter { name: String },
 }
 
 impl GradError {
@@ -220,6 +250,39 @@ impl fmt::Display for ErrorKind {
             ErrorKind::DeclaredShape { input, declared, problem } => {
                 write!(f, "input `{input}` was declared {declared}, but {problem}")
             }
+            ErrorKind::Io { file, message } => write!(f, "{file}: {message}"),
+            ErrorKind::NotSafetensors { file, problem } => {
+                write!(f, "{file} is not a valid safetensors file: {problem}")
+            }
+            ErrorKind::Truncated { file, tensor, end, available } => write!(
+                f,
+                "{file} is truncated: tensor `{tensor}` ends at byte {end} of the data section, \
+                 which holds only {available} bytes"
+            ),
+            ErrorKind::MissingTensor { file, tensor } => write!(f, "tensor `{tensor}` is missing from {file}"),
+            ErrorKind::UnexpectedTensor { file, tensor } => write!(
+                f,
+                "{file} holds tensor `{tensor}`, which is not a parameter here \
+                 (allow it with `LoadOptions::allow_unexpected`)"
+            ),
+            ErrorKind::TensorShape { file, tensor, expected, found } => write!(
+                f,
+                "tensor `{tensor}` of {file} is {}, but the parameter is {}",
+                ShapeDisplay(found),
+                ShapeDisplay(expected)
+            ),
+            ErrorKind::TensorDtype { file, tensor, expected, found } => {
+                write!(f, "tensor `{tensor}` of {file} holds {found} elements, but the tape holds {expected}")
+            }
+            ErrorKind::StateMismatch { file, what, expected, found } => {
+                write!(f, "{file} does not fit this optimizer: its {what} is {found}, expected {expected}")
+            }
+            ErrorKind::DuplicateName { name } => write!(f, "two parameters are named `{name}`"),
+            ErrorKind::UnregisteredParameter { name } => write!(
+                f,
+                "parameter {name} received a gradient but no optimizer has it: register it (`opt.add` or \
+                 `opt.add_params`), or keep it fixed on purpose with `tape.freeze(var)`"
+            ),
         }
     }
 }

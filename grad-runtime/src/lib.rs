@@ -30,30 +30,45 @@
 //! # Ok::<(), grad_runtime::GradError>(())
 //! ```
 
+// `grad!` and `#[derive(Params)]` expand to `::grad_runtime::...` paths; this
+// makes those paths resolve inside the crate too (the `nn` layers use both).
+extern crate self as grad_runtime;
+
+mod batches;
 mod broadcast;
+mod claims;
 #[doc(hidden)]
 pub mod dsl;
 mod error;
 mod float;
+pub mod init;
+pub mod io;
 mod math;
+pub mod nn;
 mod ops;
 mod optim;
 mod parallel;
+mod params;
 mod pool;
 mod rng;
+pub mod schedule;
 mod tape;
 mod tensor;
 mod var;
 
+pub use batches::Minibatches;
 pub use error::{ErrorKind, GradError};
 pub use float::Float;
 #[doc(hidden)]
 pub use grad_macros::__builtin_table;
+/// Derives [`Params`](trait@Params) for a model struct; see the trait.
+pub use grad_macros::Params;
 #[doc = include_str!("grad_macro.md")]
 pub use grad_macros::grad;
 pub use ops::*;
 pub use optim::{Adam, AdamW, Optimizer, Sgd};
 pub use parallel::{num_threads, set_num_threads};
+pub use params::{ParamVisitor, Params};
 pub use rng::Rng;
 pub use tape::Tape;
 pub use tensor::TensorInput;

@@ -1,4 +1,4 @@
-//! [`Rng`]: a small seedable generator for dropout masks and initialisation.
+//! [`Rng`]: a small seedable generator for dropout masks, initialisation and shuffling.
 
 /// SplitMix64: tiny, fast, and reproducible from a `u64` seed on every
 /// platform. Not for cryptography.
@@ -41,5 +41,21 @@ impl Rng {
         let u1 = 1.0 - self.uniform(); // in (0, 1]: ln is finite
         let u2 = self.uniform();
         (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+    }
+
+    /// Shuffles `items` in place (Fisher-Yates): every order equally
+    /// likely, up to the tiny bias of `next_u64() % (i + 1)`.
+    ///
+    /// ```
+    /// let mut items = [1, 2, 3, 4, 5];
+    /// grad_runtime::Rng::new(7).shuffle(&mut items);
+    /// items.sort();
+    /// assert_eq!(items, [1, 2, 3, 4, 5]);
+    /// ```
+    pub fn shuffle<T>(&mut self, items: &mut [T]) {
+        for i in (1..items.len()).rev() {
+            let j = (self.next_u64() % (i as u64 + 1)) as usize;
+            items.swap(i, j);
+        }
     }
 }

@@ -85,16 +85,16 @@ use crate::{Float, Tape, Var};
 /// # Ok::<(), grad_runtime::GradError>(())
 /// ```
 pub struct Adam<T: Float = f32> {
-    registry: Registry,
-    beta1: f64,
-    beta2: f64,
-    eps: f64,
+    pub(super) registry: Registry,
+    pub(super) beta1: f64,
+    pub(super) beta2: f64,
+    pub(super) eps: f64,
     /// `β1ᵗ` and `β2ᵗ` for the current step count, as running products.
-    beta1_power: f64,
-    beta2_power: f64,
+    pub(super) beta1_power: f64,
+    pub(super) beta2_power: f64,
     /// Every parameter's `m` then `v`: the parameter at element offset `o`
     /// with `n` elements owns `moments[2o .. 2o + 2n]`, `m` in the first half.
-    moments: Vec<T>,
+    pub(super) moments: Vec<T>,
 }
 
 registry_methods!(Adam);

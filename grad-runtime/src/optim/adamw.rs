@@ -56,14 +56,14 @@ use crate::{Float, Tape, Var};
 /// # Ok::<(), grad_runtime::GradError>(())
 /// ```
 pub struct AdamW<T: Float = f32> {
-    registry: Registry,
-    beta1: f64,
-    beta2: f64,
-    eps: f64,
+    pub(super) registry: Registry,
+    pub(super) beta1: f64,
+    pub(super) beta2: f64,
+    pub(super) eps: f64,
     /// `(β1ᵗ, β2ᵗ)` of each parameter at its own step count, as running products.
-    powers: Vec<(f64, f64)>,
+    pub(super) powers: Vec<(f64, f64)>,
     /// Every parameter's `m` then `v`, laid out as in `Adam`.
-    moments: Vec<T>,
+    pub(super) moments: Vec<T>,
 }
 
 registry_methods!(AdamW);

@@ -15,7 +15,17 @@
 //!   over the raw gradients of every added parameter that has one; if it
 //!   exceeds `max_norm`, every raw gradient is scaled by `max_norm / norm`
 //!   (no epsilon) before the regularisation term is added.
+//! - `add_params(&tape, &model, |name| coefficient)` registers every
+//!   parameter of a `#[derive(Params)]` model in one call, under its path
+//!   name (`layers.0.w`); `add` names a parameter `#index` (its tape position).
 //! - `set_lr(lr)` changes the learning rate between steps (schedules).
+//! - A step refuses to run while a parameter of the tape received a
+//!   gradient but no optimizer has it ([`ErrorKind::UnregisteredParameter`](crate::ErrorKind::UnregisteredParameter);
+//!   [`Tape::freeze`] keeps one fixed on purpose).
+//! - `save_state(&tape, path)` / `load_state(&tape, path)` write and restore
+//!   the whole state (step counts, moments or momentum buffers, learning
+//!   rate, clipping, hyperparameters) as a safetensors file keyed by
+//!   parameter name, all or nothing, so a resumed run continues bit for bit.
 //! - Misuse is a [`GradError`] naming the call and its source location, not
 //!   a panic or a silent no-op. Constructors and builder setters return the
 //!   optimizer itself, so an invalid hyperparameter given to them is kept
@@ -71,15 +81,19 @@ macro_rules! registry_methods {
 
 mod adam;
 mod adamw;
+mod add_params;
 mod registry;
 mod sgd;
+mod state;
 
 pub use adam::Adam;
 pub use adamw::AdamW;
 pub use sgd::Sgd;
 
+use std::path::Path;
+
 use crate::error::GradError;
-use crate::{Float, Tape, Var};
+use crate::{Float, Params, Tape, Var};
 
 /// What [`Sgd`], [`Adam`] and [`AdamW`] have in common, for code generic
 /// over the optimizer. Each type also has these as inherent methods (with
@@ -145,6 +159,31 @@ pub trait Optimizer<T: Float> {
 
     /// How many steps were taken.
     fn steps(&self) -> u64;
+
+    /// Registers every parameter of `model` under its path name, each with
+    /// the coefficient `coefficient(name)`; all or nothing.
+    #[track_caller]
+    #[must_use = "a refused model was not added: handle the error"]
+    fn add_params<P: Params + ?Sized>(
+        &mut self,
+        tape: &Tape<T>,
+        model: &P,
+        coefficient: impl FnMut(&str) -> f64,
+    ) -> Result<(), GradError>
+    where
+        Self: Sized;
+
+    /// Writes the optimizer's state to a safetensors file, by parameter name.
+    #[track_caller]
+    fn save_state(&self, tape: &Tape<T>, path: impl AsRef<Path>) -> Result<(), GradError>
+    where
+        Self: Sized;
+
+    /// Restores a state `save_state` wrote; all or nothing.
+    #[track_caller]
+    fn load_state(&mut self, tape: &Tape<T>, path: impl AsRef<Path>) -> Result<(), GradError>
+    where
+        Self: Sized;
 }
 
 /// Each trait method forwards to the inherent method of the same name.
@@ -168,6 +207,20 @@ macro_rules! forward_optimizer {
             }
             fn steps(&self) -> u64 {
                 <$ty<T>>::steps(self)
+            }
+            fn add_params<P: Params + ?Sized>(
+                &mut self,
+                tape: &Tape<T>,
+                model: &P,
+                coefficient: impl FnMut(&str) -> f64,
+            ) -> Result<(), GradError> {
+                <$ty<T>>::add_params(self, tape, model, coefficient)
+            }
+            fn save_state(&self, tape: &Tape<T>, path: impl AsRef<Path>) -> Result<(), GradError> {
+                <$ty<T>>::save_state(self, tape, path)
+            }
+            fn load_state(&mut self, tape: &Tape<T>, path: impl AsRef<Path>) -> Result<(), GradError> {
+                <$ty<T>>::load_state(self, tape, path)
             }
         }
     )*};

@@ -8,6 +8,7 @@
 //! changes nothing), then [`Registry::update_each`] hands each parameter
 //! that has a gradient to the optimizer's update rule. Neither allocates.
 
+use std::collections::HashSet;
 use std::panic::Location;
 
 use crate::error::{ErrorKind, GradError};
@@ -16,6 +17,9 @@ use crate::{Float, Tape, Var};
 /// One registered parameter.
 pub(crate) struct Entry {
     pub(crate) var: Var,
+    /// Its name in state files: its path for `add_params` (`layers.0.w`),
+    /// `#` and its tape position for `add` (`#3`).
+    pub(crate) name: String,
     /// Its own coefficient: the L2 `alpha` of `Sgd`/`Adam`, the decoupled
     /// weight decay of `AdamW`.
     pub(crate) coefficient: f64,
@@ -180,9 +184,10 @@ impl Registry {
     }
 
     /// Registers `var`, a parameter of `tape`, with its own coefficient
-    /// (called `name` in errors). Refuses anything but a live parameter of
-    /// the tape the earlier parameters came from, a parameter already
-    /// registered, and a coefficient that is negative or not finite.
+    /// (called `name` in errors), under the name `#index`. Refuses anything
+    /// but a live parameter of the tape the earlier parameters came from, a
+    /// parameter already registered, and a coefficient that is negative or
+    /// not finite.
     pub(crate) fn add<T: Float>(
         &mut self,
         op: &'static str,
@@ -191,31 +196,75 @@ impl Registry {
         (name, coefficient): (&'static str, f64),
         location: &'static Location<'static>,
     ) -> Result<(), GradError> {
+        self.add_named(op, tape, &[(format!("#{}", var.index()), var, coefficient)], name, location)
+    }
+
+    /// Registers each `(name, var, coefficient)` as [`add`](Registry::add)
+    /// does, all or none: the first refusal (or a name already taken)
+    /// leaves the registry as it was. A handle listed again under another
+    /// name (tied weights) is registered once, under its first name.
+    pub(crate) fn add_named<T: Float>(
+        &mut self,
+        op: &'static str,
+        tape: &Tape<T>,
+        items: &[(String, Var, f64)],
+        coefficient_name: &'static str,
+        location: &'static Location<'static>,
+    ) -> Result<(), GradError> {
         self.config_error()?;
-        let id = tape.check_or_error(op, var, location)?;
-        let shapes = vec![tape.shape(id).to_vec()];
-        let kind = if !tape.is_param(id) {
-            Some(ErrorKind::NotAParameter)
-        } else if self.entries.first().is_some_and(|first| first.var.tape != var.tape) {
-            Some(ErrorKind::ForeignVar)
-        } else if self.entry(var).is_some() {
-            Some(ErrorKind::DuplicateParameter)
-        } else {
-            None
-        };
-        if let Some(kind) = kind {
-            return Err(GradError::new(op, kind, shapes, location));
+        let mut names: HashSet<&str> = self.entries.iter().map(|entry| entry.name.as_str()).collect();
+        let mut batch: Vec<Entry> = Vec::new();
+        let mut elements = self.elements;
+        for (name, var, coefficient) in items {
+            let var = *var;
+            if batch.iter().any(|entry| entry.var == var) {
+                continue;
+            }
+            let id = tape.check_or_error(op, var, location)?;
+            let shapes = vec![tape.shape(id).to_vec()];
+            let kind = if !tape.is_param(id) {
+                Some(ErrorKind::NotAParameter)
+            } else if self.entries.first().is_some_and(|first| first.var.tape != var.tape) {
+                Some(ErrorKind::ForeignVar)
+            } else if self.entry(var).is_some() {
+                Some(ErrorKind::DuplicateParameter)
+            } else if !names.insert(name) {
+                Some(ErrorKind::DuplicateName { name: name.clone() })
+            } else {
+                None
+            };
+            if let Some(kind) = kind {
+                return Err(GradError::new(op, kind, shapes, location));
+            }
+            let coefficient = check_arg(op, coefficient_name, *coefficient, Domain::NonNegative, location)?;
+            let len = tape.value_of(id).len();
+            batch.push(Entry { var, name: name.clone(), coefficient, offset: elements, len, updates: 0 });
+            elements += len;
         }
-        let coefficient = check_arg(op, name, coefficient, Domain::NonNegative, location)?;
-        let len = tape.value_of(id).len();
-        self.entries.push(Entry { var, coefficient, offset: self.elements, len, updates: 0 });
-        self.elements += len;
+        for entry in &batch {
+            tape.claims().claim(entry.var);
+        }
+        self.entries.extend(batch);
+        self.elements = elements;
         Ok(())
+    }
+
+    /// The entries, to restore their update counts from a state file.
+    pub(crate) fn entries_mut(&mut self) -> &mut [Entry] {
+        &mut self.entries
+    }
+
+    /// Restores what a state file holds besides the per-parameter state.
+    pub(crate) fn restore(&mut self, lr: f64, max_norm: Option<f64>, steps: u64) {
+        self.lr = lr;
+        self.max_norm = max_norm;
+        self.steps = steps;
     }
 
     /// Phase one of a step: refuses a misconfigured optimizer, a poisoned
     /// tape, and a parameter that is no longer a live node of `tape` (a
-    /// different tape, or dropped by `reset_to`); then advances the step
+    /// different tape, or dropped by `reset_to`), and a parameter of the
+    /// tape that has a gradient but no optimizer (`claims.rs`); then advances the step
     /// count and returns the clip scale (one when clipping is off or the
     /// norm is within bounds). Nothing is changed when it fails.
     pub(crate) fn begin_step<T: Float>(
@@ -232,6 +281,7 @@ impl Registry {
         for entry in &self.entries {
             tape.check_or_error(op, entry.var, location)?;
         }
+        tape.claims().check(op, tape, location)?;
         let scale = match self.max_norm {
             Some(max_norm) => clip_scale(self.global_norm(tape), max_norm),
             None => 1.0,

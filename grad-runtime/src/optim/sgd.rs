@@ -50,14 +50,14 @@ use crate::{Float, Tape, Var};
 /// # Ok::<(), grad_runtime::GradError>(())
 /// ```
 pub struct Sgd<T: Float = f32> {
-    registry: Registry,
-    momentum: f64,
-    dampening: f64,
+    pub(super) registry: Registry,
+    pub(super) momentum: f64,
+    pub(super) dampening: f64,
     /// Where `nesterov(true)` was called, to name it if momentum is missing.
-    nesterov: Option<&'static Location<'static>>,
+    pub(super) nesterov: Option<&'static Location<'static>>,
     /// The momentum buffers: the parameter at element offset `o` with `n`
     /// elements owns `buffers[o .. o + n]`. Empty without momentum.
-    buffers: Vec<T>,
+    pub(super) buffers: Vec<T>,
 }
 
 registry_methods!(Sgd);
@@ -181,7 +181,7 @@ impl<T: Float> Sgd<T> {
 
     /// The first invalid builder argument, else whether Nesterov has the
     /// momentum and zero dampening it needs (PyTorch refuses it too).
-    fn check_config(&self) -> Result<(), GradError> {
+    pub(super) fn check_config(&self) -> Result<(), GradError> {
         self.registry.config_error()?;
         match self.nesterov {
             Some(location) if self.momentum <= 0.0 || self.dampening != 0.0 => {

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use ndarray::{ArrayViewD, Dimension, IxDyn};
 
+use crate::claims::Claims;
 use crate::error::{ErrorKind, GradError, ShapeDisplay};
 use crate::ops::Op;
 use crate::pool::BufferPool;
@@ -69,6 +70,8 @@ pub struct Tape<T: Float = f32> {
     /// Backing store for the view `grad` returns for an untouched node.
     zeros: Vec<T>,
     error: Option<GradError>,
+    /// The parameters some optimizer registered (or `freeze` fixed).
+    claims: Claims,
 }
 
 impl<T: Float> Default for Tape<T> {
@@ -89,6 +92,7 @@ impl<T: Float> Tape<T> {
             index_pool: BufferPool::new(),
             zeros: Vec::new(),
             error: None,
+            claims: Claims::default(),
         }
     }
 
@@ -325,6 +329,11 @@ impl<T: Float> Tape<T> {
         Var { tape: self.id, generation: self.generation, index }
     }
 
+    /// The handle of the live node `id`.
+    pub(crate) fn var_at(&self, id: NodeId) -> Var {
+        Var { tape: self.id, generation: self.nodes[id].generation, index: id as u32 }
+    }
+
     pub(crate) fn shape(&self, id: NodeId) -> &[usize] {
         self.nodes[id].value.shape()
     }
@@ -334,9 +343,24 @@ impl<T: Float> Tape<T> {
         &self.nodes[id].value
     }
 
+    /// A node's value to overwrite in place (a parameter being loaded).
+    pub(crate) fn value_mut(&mut self, id: NodeId) -> &mut [T] {
+        &mut self.nodes[id].value.data
+    }
+
+    /// The generation a live node was made in.
+    pub(crate) fn generation_of(&self, id: NodeId) -> u32 {
+        self.nodes[id].generation
+    }
+
     /// Whether the node was made by [`param`](Tape::param).
     pub(crate) fn is_param(&self, id: NodeId) -> bool {
         matches!(self.nodes[id].op, Op::Param)
+    }
+
+    /// Which parameters optimizers registered, and which were frozen.
+    pub(crate) fn claims(&self) -> &Claims {
+        &self.claims
     }
 
     /// The gradient of a node, `None` when backward did not reach it.

@@ -1,0 +1,156 @@
+//! `#[derive(Params)]` names and `save`/`load` round trips: a nested model
+//! (struct in struct, a `Vec` of layers, an `Option`, an array) written and
+//! read back bit for bit in f32 and f64, atomically, with metadata.
+
+#[path = "common/models.rs"]
+mod models;
+
+use grad_runtime::io::{self, LoadOptions};
+use grad_runtime::{Float, Params, Tape, Var};
+use models::{NET_NAMES, Net, files_in, net, scratch, snapshot};
+
+#[test]
+fn derived_names_follow_the_struct_paths() {
+    let mut tape = Tape::<f32>::new();
+    let model = net(&mut tape, 1);
+    let names: Vec<String> = model.named_params().into_iter().map(|(name, _)| name).collect();
+    assert_eq!(names, NET_NAMES);
+    // tape.params lists the same handles, in creation order.
+    let vars: Vec<Var> = model.named_params().into_iter().map(|(_, var)| var).collect();
+    assert_eq!(tape.params(), vars);
+}
+
+#[test]
+fn tuple_structs_generics_and_renames() {
+    #[derive(Params)]
+    struct Pair<L>(L, #[params(rename = "second")] L);
+    #[derive(Params)]
+    struct Wrapper<'a, const N: usize> {
+        #[params(rename = "weight")]
+        w: Var,
+        boxed: Box<[Var; N]>,
+        #[params(skip)]
+        _note: &'a str,
+    }
+    #[derive(Params)]
+    struct Empty;
+
+    let mut tape = Tape::<f64>::new();
+    let mut param = || tape.param(ndarray::arr1(&[1.0]));
+    let pair = Pair(
+        Wrapper::<2> { w: param(), boxed: Box::new([param(), param()]), _note: "" },
+        Wrapper { w: param(), boxed: Box::new([param(), param()]), _note: "" },
+    );
+    let names: Vec<String> = pair.named_params().into_iter().map(|(name, _)| name).collect();
+    assert_eq!(names, ["0.weight", "0.boxed.0", "0.boxed.1", "second.weight", "second.boxed.0", "second.boxed.1"]);
+    assert!(Empty.named_params().is_empty());
+}
+
+fn round_trip<T: Float>(test: &str) {
+    let dir = scratch(test);
+    let path = dir.join("net.safetensors");
+    let mut tape = Tape::<T>::new();
+    let trained = net(&mut tape, 7);
+    trained.save_with_metadata(&tape, &path, &[("epoch", "12"), ("note", "round trip")]).unwrap();
+    assert_eq!(files_in(&dir), ["net.safetensors"], "no temporary file is left behind");
+
+    let mut fresh_tape = Tape::<T>::new();
+    let fresh = net(&mut fresh_tape, 8);
+    assert_ne!(snapshot(&fresh_tape, &fresh), snapshot(&tape, &trained));
+    fresh.load(&mut fresh_tape, &path).unwrap();
+    assert_eq!(snapshot(&fresh_tape, &fresh), snapshot(&tape, &trained));
+
+    let metadata = io::read_metadata(&path).unwrap();
+    assert_eq!(metadata.get("epoch").map(String::as_str), Some("12"));
+    assert_eq!(metadata.get("note").map(String::as_str), Some("round trip"));
+
+    // Saving again replaces the file atomically, and leaves no temporary file.
+    fresh.save(&fresh_tape, &path).unwrap();
+    assert_eq!(files_in(&dir), ["net.safetensors"]);
+    assert!(io::read_metadata(&path).unwrap().is_empty());
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_nested_model_round_trips_bit_for_bit_in_f32() {
+    round_trip::<f32>("round-trip-f32");
+}
+
+#[test]
+fn a_nested_model_round_trips_bit_for_bit_in_f64() {
+    round_trip::<f64>("round-trip-f64");
+}
+
+#[test]
+fn the_file_is_plain_safetensors_named_by_path_row_major_little_endian() {
+    let dir = scratch("layout");
+    let path = dir.join("net.safetensors");
+    let mut tape = Tape::<f32>::new();
+    let model = net(&mut tape, 3);
+    model.save(&tape, &path).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let header_len = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + header_len]).unwrap();
+    let data = &bytes[8 + header_len..];
+    for (name, var) in model.named_params() {
+        let info = &header[&name];
+        assert_eq!(info["dtype"], "F32", "{name}");
+        let shape: Vec<usize> =
+            info["shape"].as_array().unwrap().iter().map(|d| d.as_u64().unwrap() as usize).collect();
+        assert_eq!(shape, tape.value(var).shape(), "{name}");
+        let offsets = info["data_offsets"].as_array().unwrap();
+        let (start, end) = (offsets[0].as_u64().unwrap() as usize, offsets[1].as_u64().unwrap() as usize);
+        let stored: Vec<f32> =
+            data[start..end].chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+        let expected: Vec<f32> = tape.value(var).iter().copied().collect(); // row-major iteration
+        assert_eq!(stored, expected, "{name}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn unexpected_tensors_load_when_allowed() {
+    let dir = scratch("allow-unexpected");
+    let path = dir.join("net.safetensors");
+    let mut tape = Tape::<f32>::new();
+    let full = net(&mut tape, 5);
+    full.save(&tape, &path).unwrap();
+
+    // A model that is only the head of the net: the file holds more.
+    #[derive(Params)]
+    struct HeadOnly {
+        head: models::Dense,
+    }
+    let mut small_tape = Tape::<f32>::new();
+    let other = net(&mut small_tape, 6);
+    let head_only = HeadOnly { head: other.head };
+    let err = head_only.load(&mut small_tape, &path).unwrap_err();
+    assert!(matches!(err.kind(), grad_runtime::ErrorKind::UnexpectedTensor { .. }), "{err}");
+    head_only.load_with(&mut small_tape, &path, LoadOptions::new().allow_unexpected(true)).unwrap();
+    assert_eq!(snapshot(&small_tape, &head_only), snapshot(&tape, &HeadOnly { head: full.head }));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn tied_parameters_save_under_each_name() {
+    #[derive(Params)]
+    struct Tied {
+        embed: Var,
+        unembed: Var,
+    }
+    let dir = scratch("tied");
+    let path = dir.join("tied.safetensors");
+    let mut tape = Tape::<f64>::new();
+    let table = tape.param(ndarray::arr2(&[[1.0, 2.0], [3.0, 4.0]]));
+    let model = Tied { embed: table, unembed: table };
+    model.save(&tape, &path).unwrap();
+    model.load(&mut tape, &path).unwrap();
+    assert_eq!(tape.value(table), ndarray::arr2(&[[1.0, 2.0], [3.0, 4.0]]).into_dyn());
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// `Net` is used through a generic function, as a user would write one.
+#[allow(dead_code)]
+fn generic_save<T: Float>(model: &Net, tape: &Tape<T>) -> Result<(), grad_runtime::GradError> {
+    model.save(tape, "unused.safetensors")
+}
