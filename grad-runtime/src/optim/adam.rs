@@ -3,7 +3,8 @@
 use std::panic::Location;
 
 use crate::error::GradError;
-use crate::optim::registry::{Domain, Registry, moments_of, moments_of_mut, running_power};
+use crate::optim::moments::AdamMoments;
+use crate::optim::registry::{Registry, running_power};
 use crate::{Float, Tape, Var};
 
 /// Adam (Kingma & Ba), with each parameter's own L2 coefficient `alpha`
@@ -86,15 +87,11 @@ use crate::{Float, Tape, Var};
 /// ```
 pub struct Adam<T: Float = f32> {
     pub(super) registry: Registry,
-    pub(super) beta1: f64,
-    pub(super) beta2: f64,
-    pub(super) eps: f64,
+    /// β1, β2, ε and every parameter's `m` and `v`.
+    pub(super) moments: AdamMoments<T>,
     /// `β1ᵗ` and `β2ᵗ` for the current step count, as running products.
     pub(super) beta1_power: f64,
     pub(super) beta2_power: f64,
-    /// Every parameter's `m` then `v`: the parameter at element offset `o`
-    /// with `n` elements owns `moments[2o .. 2o + 2n]`, `m` in the first half.
-    pub(super) moments: Vec<T>,
 }
 
 registry_methods!(Adam);
@@ -109,12 +106,9 @@ impl<T: Float> Adam<T> {
     pub fn new(lr: f64) -> Self {
         Adam {
             registry: Registry::new("Adam::new", lr, Location::caller()),
-            beta1: 0.9,
-            beta2: 0.999,
-            eps: 1e-8,
+            moments: AdamMoments::new(),
             beta1_power: 1.0,
             beta2_power: 1.0,
-            moments: Vec::new(),
         }
     }
 
@@ -123,11 +117,7 @@ impl<T: Float> Adam<T> {
     #[track_caller]
     #[must_use]
     pub fn betas(mut self, beta1: f64, beta2: f64) -> Self {
-        let location = Location::caller();
-        let b1 = self.registry.accept("Adam::betas", "beta1", beta1, Domain::Beta, location);
-        let b2 = self.registry.accept("Adam::betas", "beta2", beta2, Domain::Beta, location);
-        if let (Some(beta1), Some(beta2)) = (b1, b2) {
-            (self.beta1, self.beta2) = (beta1, beta2);
+        if self.moments.set_betas(&mut self.registry, "Adam::betas", (beta1, beta2), Location::caller()) {
             self.beta1_power = running_power(beta1, self.registry.steps());
             self.beta2_power = running_power(beta2, self.registry.steps());
         }
@@ -139,9 +129,7 @@ impl<T: Float> Adam<T> {
     #[track_caller]
     #[must_use]
     pub fn eps(mut self, eps: f64) -> Self {
-        if let Some(eps) = self.registry.accept("Adam::eps", "eps", eps, Domain::NonNegative, Location::caller()) {
-            self.eps = eps;
-        }
+        self.moments.set_eps(&mut self.registry, "Adam::eps", eps, Location::caller());
         self
     }
 
@@ -155,15 +143,13 @@ impl<T: Float> Adam<T> {
     #[track_caller]
     #[must_use = "a refused parameter was not added: handle the error"]
     pub fn add(&mut self, tape: &Tape<T>, var: Var, alpha: f64) -> Result<(), GradError> {
-        self.registry.add("Adam::add", tape, var, ("alpha", alpha), Location::caller())?;
-        self.moments.resize(2 * self.registry.elements(), T::zero());
-        Ok(())
+        self.moments.add(&mut self.registry, "Adam::add", tape, var, ("alpha", alpha), Location::caller())
     }
 
     /// The first and second moments `(m, v)` of a registered parameter, in
     /// row-major order; `None` if `var` was not added.
     pub fn moments(&self, var: Var) -> Option<(&[T], &[T])> {
-        Some(moments_of(&self.moments, self.registry.entry(var)?))
+        Some(self.moments.of(self.registry.entry(var)?))
     }
 
     /// Updates every added parameter that has a gradient, in place on
@@ -177,16 +163,14 @@ impl<T: Float> Adam<T> {
     #[must_use = "a refused step updated nothing: handle the error"]
     pub fn step(&mut self, tape: &mut Tape<T>) -> Result<(), GradError> {
         let scale = self.registry.begin_step("Adam::step", tape, Location::caller())?;
-        self.beta1_power *= self.beta1;
-        self.beta2_power *= self.beta2;
+        self.beta1_power *= self.moments.beta1;
+        self.beta2_power *= self.moments.beta2;
         let lr_t = T::from_f64(self.registry.lr() * (1.0 - self.beta2_power).sqrt() / (1.0 - self.beta1_power));
-        let (beta1, one_minus_beta1) = (T::from_f64(self.beta1), T::from_f64(1.0 - self.beta1));
-        let (beta2, one_minus_beta2) = (T::from_f64(self.beta2), T::from_f64(1.0 - self.beta2));
-        let eps = T::from_f64(self.eps);
+        let (beta1, one_minus_beta1, beta2, one_minus_beta2, eps) = self.moments.constants();
         let moments = &mut self.moments;
         self.registry.update_each(tape, |_, entry, values, grads| {
             let alpha = T::from_f64(entry.coefficient);
-            let (m, v) = moments_of_mut(moments, entry);
+            let (m, v) = moments.of_mut(entry);
             for (((w, &grad), m), v) in values.iter_mut().zip(grads).zip(m).zip(v) {
                 let g = grad * scale + alpha * *w;
                 *m = beta1 * *m + one_minus_beta1 * g;

@@ -3,7 +3,8 @@
 use std::panic::Location;
 
 use crate::error::GradError;
-use crate::optim::registry::{Domain, Registry, moments_of, moments_of_mut, running_power};
+use crate::optim::moments::AdamMoments;
+use crate::optim::registry::{Registry, running_power};
 use crate::{Float, Tape, Var};
 
 /// AdamW (Loshchilov & Hutter): Adam whose weight decay shrinks the
@@ -57,13 +58,10 @@ use crate::{Float, Tape, Var};
 /// ```
 pub struct AdamW<T: Float = f32> {
     pub(super) registry: Registry,
-    pub(super) beta1: f64,
-    pub(super) beta2: f64,
-    pub(super) eps: f64,
+    /// β1, β2, ε and every parameter's `m` and `v`.
+    pub(super) moments: AdamMoments<T>,
     /// `(β1ᵗ, β2ᵗ)` of each parameter at its own step count, as running products.
     pub(super) powers: Vec<(f64, f64)>,
-    /// Every parameter's `m` then `v`, laid out as in `Adam`.
-    pub(super) moments: Vec<T>,
 }
 
 registry_methods!(AdamW);
@@ -76,11 +74,8 @@ impl<T: Float> AdamW<T> {
     pub fn new(lr: f64) -> Self {
         AdamW {
             registry: Registry::new("AdamW::new", lr, Location::caller()),
-            beta1: 0.9,
-            beta2: 0.999,
-            eps: 1e-8,
+            moments: AdamMoments::new(),
             powers: Vec::new(),
-            moments: Vec::new(),
         }
     }
 
@@ -88,11 +83,7 @@ impl<T: Float> AdamW<T> {
     #[track_caller]
     #[must_use]
     pub fn betas(mut self, beta1: f64, beta2: f64) -> Self {
-        let location = Location::caller();
-        let b1 = self.registry.accept("AdamW::betas", "beta1", beta1, Domain::Beta, location);
-        let b2 = self.registry.accept("AdamW::betas", "beta2", beta2, Domain::Beta, location);
-        if let (Some(beta1), Some(beta2)) = (b1, b2) {
-            (self.beta1, self.beta2) = (beta1, beta2);
+        if self.moments.set_betas(&mut self.registry, "AdamW::betas", (beta1, beta2), Location::caller()) {
             for (power, entry) in self.powers.iter_mut().zip(self.registry.entries()) {
                 *power = (running_power(beta1, entry.updates), running_power(beta2, entry.updates));
             }
@@ -104,9 +95,7 @@ impl<T: Float> AdamW<T> {
     #[track_caller]
     #[must_use]
     pub fn eps(mut self, eps: f64) -> Self {
-        if let Some(eps) = self.registry.accept("AdamW::eps", "eps", eps, Domain::NonNegative, Location::caller()) {
-            self.eps = eps;
-        }
+        self.moments.set_eps(&mut self.registry, "AdamW::eps", eps, Location::caller());
         self
     }
 
@@ -115,8 +104,8 @@ impl<T: Float> AdamW<T> {
     #[track_caller]
     #[must_use = "a refused parameter was not added: handle the error"]
     pub fn add(&mut self, tape: &Tape<T>, var: Var, weight_decay: f64) -> Result<(), GradError> {
-        self.registry.add("AdamW::add", tape, var, ("weight_decay", weight_decay), Location::caller())?;
-        self.moments.resize(2 * self.registry.elements(), T::zero());
+        let location = Location::caller();
+        self.moments.add(&mut self.registry, "AdamW::add", tape, var, ("weight_decay", weight_decay), location)?;
         self.powers.push((1.0, 1.0));
         Ok(())
     }
@@ -124,7 +113,7 @@ impl<T: Float> AdamW<T> {
     /// The first and second moments `(m, v)` of a registered parameter, in
     /// row-major order; `None` if `var` was not added.
     pub fn moments(&self, var: Var) -> Option<(&[T], &[T])> {
-        Some(moments_of(&self.moments, self.registry.entry(var)?))
+        Some(self.moments.of(self.registry.entry(var)?))
     }
 
     /// Updates every added parameter that has a gradient, in place on
@@ -135,10 +124,8 @@ impl<T: Float> AdamW<T> {
         let scale = self.registry.begin_step("AdamW::step", tape, Location::caller())?;
         let lr_f64 = self.registry.lr();
         let lr = T::from_f64(lr_f64);
-        let (b1, b2) = (self.beta1, self.beta2);
-        let (beta1, one_minus_beta1) = (T::from_f64(b1), T::from_f64(1.0 - b1));
-        let (beta2, one_minus_beta2) = (T::from_f64(b2), T::from_f64(1.0 - b2));
-        let eps = T::from_f64(self.eps);
+        let (b1, b2) = (self.moments.beta1, self.moments.beta2);
+        let (beta1, one_minus_beta1, beta2, one_minus_beta2, eps) = self.moments.constants();
         let (moments, powers) = (&mut self.moments, &mut self.powers);
         self.registry.update_each(tape, |index, entry, values, grads| {
             let power = &mut powers[index];
@@ -146,7 +133,7 @@ impl<T: Float> AdamW<T> {
             let correction1 = T::from_f64(1.0 - power.0);
             let correction2 = T::from_f64(1.0 - power.1);
             let decay = T::from_f64(lr_f64 * entry.coefficient);
-            let (m, v) = moments_of_mut(moments, entry);
+            let (m, v) = moments.of_mut(entry);
             for (((w, &grad), m), v) in values.iter_mut().zip(grads).zip(m).zip(v) {
                 let g = grad * scale;
                 *w -= decay * *w;

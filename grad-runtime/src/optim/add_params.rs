@@ -50,7 +50,7 @@ impl<T: Float> Adam<T> {
     ) -> Result<(), GradError> {
         let items = named_items(model, alpha);
         self.registry.add_named("Adam::add_params", tape, &items, "alpha", Location::caller())?;
-        self.moments.resize(2 * self.registry.elements(), T::zero());
+        self.moments.grow(&self.registry);
         Ok(())
     }
 }
@@ -68,7 +68,7 @@ impl<T: Float> AdamW<T> {
     ) -> Result<(), GradError> {
         let items = named_items(model, weight_decay);
         self.registry.add_named("AdamW::add_params", tape, &items, "weight_decay", Location::caller())?;
-        self.moments.resize(2 * self.registry.elements(), T::zero());
+        self.moments.grow(&self.registry);
         self.powers.resize(self.registry.entries().len(), (1.0, 1.0));
         Ok(())
     }

@@ -82,6 +82,7 @@ macro_rules! registry_methods {
 mod adam;
 mod adamw;
 mod add_params;
+mod moments;
 mod registry;
 mod sgd;
 mod state;

@@ -323,18 +323,6 @@ impl Registry {
     }
 }
 
-/// A parameter's `m` and `v` in a two-slot moment slab (Adam, AdamW): the
-/// parameter at element offset `o` with `n` elements owns `slab[2o .. 2o + 2n]`,
-/// `m` in the first half.
-pub(crate) fn moments_of<'a, T>(slab: &'a [T], entry: &Entry) -> (&'a [T], &'a [T]) {
-    slab[2 * entry.offset..2 * (entry.offset + entry.len)].split_at(entry.len)
-}
-
-/// The same, mutably.
-pub(crate) fn moments_of_mut<'a, T>(slab: &'a mut [T], entry: &Entry) -> (&'a mut [T], &'a mut [T]) {
-    slab[2 * entry.offset..2 * (entry.offset + entry.len)].split_at_mut(entry.len)
-}
-
 /// `max_norm / norm` when the norm exceeds `max_norm`, else exactly one (no
 /// epsilon: torch's `clip_grad_norm_` divides by `norm + 1e-6`). A NaN norm
 /// is not clipped, so the NaN reaches the parameters instead of hiding.

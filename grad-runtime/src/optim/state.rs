@@ -25,7 +25,8 @@ use std::collections::HashSet;
 use std::panic::Location;
 use std::path::Path;
 
-use super::registry::{Domain, Registry, check_arg, moments_of, moments_of_mut, running_power};
+use super::moments::AdamMoments;
+use super::registry::{Domain, Registry, check_arg, running_power};
 use super::{Adam, AdamW, Sgd};
 use crate::error::{ErrorKind, GradError};
 use crate::io::{Archive, Writer, decode_into, read_file};
@@ -174,40 +175,64 @@ fn restore_common(registry: &mut Registry, common: Common) {
     }
 }
 
-/// Writes `m` and `v` of every entry as `NAME.exp_avg` / `NAME.exp_avg_sq`.
-fn write_moments<T: Float>(writer: &mut Writer, registry: &Registry, moments: &[T], tape: &Tape<T>, ids: &[NodeId]) {
-    for (entry, &id) in registry.entries().iter().zip(ids) {
-        let (m, v) = moments_of(moments, entry);
+/// Writes an Adam or AdamW state: the common part, β1, β2, ε, and `m`,
+/// `v` of every entry as `NAME.exp_avg` / `NAME.exp_avg_sq`.
+fn save_adam<T: Float>(
+    (op, optimizer): (&'static str, &'static str),
+    registry: &Registry,
+    moments: &AdamMoments<T>,
+    tape: &Tape<T>,
+    path: &Path,
+    at: &'static Location<'static>,
+) -> Result<(), GradError> {
+    let ids = resolve(op, registry, tape, at)?;
+    let mut writer = Writer::default();
+    write_common(&mut writer, optimizer, registry);
+    writer.meta("beta1", &number(moments.beta1));
+    writer.meta("beta2", &number(moments.beta2));
+    writer.meta("eps", &number(moments.eps));
+    for (entry, &id) in registry.entries().iter().zip(&ids) {
+        let (m, v) = moments.of(entry);
         writer.floats(&format!("{}.exp_avg", entry.name), tape.shape(id), m);
         writer.floats(&format!("{}.exp_avg_sq", entry.name), tape.shape(id), v);
     }
+    writer.write(op, path, at)
 }
 
-/// The file bytes of one parameter's `m` and `v`.
-type MomentBytes<'a> = (&'a [u8], &'a [u8]);
-
-/// Checks and returns the `m` and `v` bytes of every entry.
-fn read_moments<'a, T: Float>(
-    reader: &mut Reader<'a>,
-    registry: &Registry,
+/// Reads an Adam or AdamW state written by [`save_adam`], checking all of
+/// it before restoring anything: the common part, β1, β2, ε and moments.
+fn load_adam<T: Float>(
+    (op, optimizer): (&'static str, &'static str),
+    registry: &mut Registry,
+    moments: &mut AdamMoments<T>,
     tape: &Tape<T>,
-    ids: &[NodeId],
-) -> Result<Vec<MomentBytes<'a>>, GradError> {
+    path: &Path,
+    at: &'static Location<'static>,
+) -> Result<(), GradError> {
+    registry.config_error()?;
+    let ids = resolve(op, registry, tape, at)?;
+    let bytes = read_file(op, path, at)?;
+    let mut reader = Reader::open(op, path, &bytes, optimizer, at)?;
+    let common = reader.common(registry)?;
+    let beta1 = reader.number("beta1", Domain::Beta)?;
+    let beta2 = reader.number("beta2", Domain::Beta)?;
+    let eps = reader.number("eps", Domain::NonNegative)?;
     let mut staged = Vec::with_capacity(ids.len());
-    for (entry, &id) in registry.entries().iter().zip(ids) {
+    for (entry, &id) in registry.entries().iter().zip(&ids) {
         let m = reader.floats::<T>(format!("{}.exp_avg", entry.name), tape.shape(id))?;
         let v = reader.floats::<T>(format!("{}.exp_avg_sq", entry.name), tape.shape(id))?;
         staged.push((m, v));
     }
-    Ok(staged)
-}
-
-fn restore_moments<T: Float>(moments: &mut [T], registry: &Registry, staged: Vec<MomentBytes<'_>>) {
+    reader.finish()?;
+    // Everything is checked: from here nothing can fail.
+    (moments.beta1, moments.beta2, moments.eps) = (beta1, beta2, eps);
+    restore_common(registry, common);
     for (entry, (m_bytes, v_bytes)) in registry.entries().iter().zip(staged) {
-        let (m, v) = moments_of_mut(moments, entry);
+        let (m, v) = moments.of_mut(entry);
         decode_into(m_bytes, m);
         decode_into(v_bytes, v);
     }
+    Ok(())
 }
 
 impl<T: Float> Adam<T> {
@@ -218,16 +243,7 @@ impl<T: Float> Adam<T> {
     /// no longer a live node of `tape`, or an I/O failure.
     #[track_caller]
     pub fn save_state(&self, tape: &Tape<T>, path: impl AsRef<Path>) -> Result<(), GradError> {
-        const OP: &str = "Adam::save_state";
-        let at = Location::caller();
-        let ids = resolve(OP, &self.registry, tape, at)?;
-        let mut writer = Writer::default();
-        write_common(&mut writer, "Adam", &self.registry);
-        writer.meta("beta1", &number(self.beta1));
-        writer.meta("beta2", &number(self.beta2));
-        writer.meta("eps", &number(self.eps));
-        write_moments(&mut writer, &self.registry, &self.moments, tape, &ids);
-        writer.write(OP, path.as_ref(), at)
+        save_adam(("Adam::save_state", "Adam"), &self.registry, &self.moments, tape, path.as_ref(), Location::caller())
     }
 
     /// Restores a state [`save_state`](Adam::save_state) wrote into this
@@ -293,25 +309,12 @@ impl<T: Float> Adam<T> {
     /// ```
     #[track_caller]
     pub fn load_state(&mut self, tape: &Tape<T>, path: impl AsRef<Path>) -> Result<(), GradError> {
-        const OP: &str = "Adam::load_state";
-        let (path, at) = (path.as_ref(), Location::caller());
-        self.registry.config_error()?;
-        let ids = resolve(OP, &self.registry, tape, at)?;
-        let bytes = read_file(OP, path, at)?;
-        let mut reader = Reader::open(OP, path, &bytes, "Adam", at)?;
-        let common = reader.common(&self.registry)?;
-        let beta1 = reader.number("beta1", Domain::Beta)?;
-        let beta2 = reader.number("beta2", Domain::Beta)?;
-        let eps = reader.number("eps", Domain::NonNegative)?;
-        let staged = read_moments(&mut reader, &self.registry, tape, &ids)?;
-        reader.finish()?;
-        // Everything is checked: from here nothing can fail.
-        (self.beta1, self.beta2, self.eps) = (beta1, beta2, eps);
+        let ops = ("Adam::load_state", "Adam");
+        load_adam(ops, &mut self.registry, &mut self.moments, tape, path.as_ref(), Location::caller())?;
         // The same running products `step` forms, so the next step's bias correction is bit-identical.
-        self.beta1_power = running_power(beta1, common.steps);
-        self.beta2_power = running_power(beta2, common.steps);
-        restore_common(&mut self.registry, common);
-        restore_moments(&mut self.moments, &self.registry, staged);
+        let (beta1, beta2, steps) = (self.moments.beta1, self.moments.beta2, self.registry.steps());
+        self.beta1_power = running_power(beta1, steps);
+        self.beta2_power = running_power(beta2, steps);
         Ok(())
     }
 }
@@ -321,16 +324,14 @@ impl<T: Float> AdamW<T> {
     /// [`Adam::save_state`](crate::Adam::save_state), with `optimizer` = `AdamW`.
     #[track_caller]
     pub fn save_state(&self, tape: &Tape<T>, path: impl AsRef<Path>) -> Result<(), GradError> {
-        const OP: &str = "AdamW::save_state";
-        let at = Location::caller();
-        let ids = resolve(OP, &self.registry, tape, at)?;
-        let mut writer = Writer::default();
-        write_common(&mut writer, "AdamW", &self.registry);
-        writer.meta("beta1", &number(self.beta1));
-        writer.meta("beta2", &number(self.beta2));
-        writer.meta("eps", &number(self.eps));
-        write_moments(&mut writer, &self.registry, &self.moments, tape, &ids);
-        writer.write(OP, path.as_ref(), at)
+        save_adam(
+            ("AdamW::save_state", "AdamW"),
+            &self.registry,
+            &self.moments,
+            tape,
+            path.as_ref(),
+            Location::caller(),
+        )
     }
 
     /// Restores a state [`save_state`](AdamW::save_state) wrote; as
@@ -338,22 +339,12 @@ impl<T: Float> AdamW<T> {
     /// step count (`NAME.step`) drives its bias correction.
     #[track_caller]
     pub fn load_state(&mut self, tape: &Tape<T>, path: impl AsRef<Path>) -> Result<(), GradError> {
-        const OP: &str = "AdamW::load_state";
-        let (path, at) = (path.as_ref(), Location::caller());
-        self.registry.config_error()?;
-        let ids = resolve(OP, &self.registry, tape, at)?;
-        let bytes = read_file(OP, path, at)?;
-        let mut reader = Reader::open(OP, path, &bytes, "AdamW", at)?;
-        let common = reader.common(&self.registry)?;
-        let beta1 = reader.number("beta1", Domain::Beta)?;
-        let beta2 = reader.number("beta2", Domain::Beta)?;
-        let eps = reader.number("eps", Domain::NonNegative)?;
-        let staged = read_moments(&mut reader, &self.registry, tape, &ids)?;
-        reader.finish()?;
-        (self.beta1, self.beta2, self.eps) = (beta1, beta2, eps);
-        self.powers = common.updates.iter().map(|&t| (running_power(beta1, t), running_power(beta2, t))).collect();
-        restore_common(&mut self.registry, common);
-        restore_moments(&mut self.moments, &self.registry, staged);
+        let ops = ("AdamW::load_state", "AdamW");
+        load_adam(ops, &mut self.registry, &mut self.moments, tape, path.as_ref(), Location::caller())?;
+        let (beta1, beta2) = (self.moments.beta1, self.moments.beta2);
+        let powers =
+            self.registry.entries().iter().map(|e| (running_power(beta1, e.updates), running_power(beta2, e.updates)));
+        self.powers = powers.collect();
         Ok(())
     }
 }
