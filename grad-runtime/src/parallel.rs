@@ -123,6 +123,26 @@ pub(crate) fn for_each_rows<T: Send>(out: &mut [T], row_len: usize, f: impl Fn(u
     run(true, || out.par_chunks_mut(rows * row_len).enumerate().for_each(|(i, group)| f(i * rows, group)));
 }
 
+/// `f(a, b, c, d)` on matching chunks of three mutable slices and one
+/// shared one, all of one length (an optimizer's parameter, its two state
+/// slots and its gradient), in parallel when they are large enough.
+pub(crate) fn for_each_chunk_of_four<T: Send + Sync>(
+    a: &mut [T],
+    b: &mut [T],
+    c: &mut [T],
+    d: &[T],
+    f: impl Fn(&mut [T], &mut [T], &mut [T], &[T]) + Sync,
+) {
+    if !worth_it(a.len()) {
+        f(a, b, c, d);
+        return;
+    }
+    run(true, || {
+        let chunks = a.par_chunks_mut(CHUNK).zip(b.par_chunks_mut(CHUNK)).zip(c.par_chunks_mut(CHUNK));
+        chunks.zip(d.par_chunks(CHUNK)).for_each(|(((a, b), c), d)| f(a, b, c, d));
+    });
+}
+
 /// The sum of `x` by a fixed pairwise tree (halves summed recursively down
 /// to blocks summed by `block_sum`): the same tree, so the same bits,
 /// whether the halves run on one thread or two.

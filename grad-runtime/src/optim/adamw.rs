@@ -5,7 +5,7 @@ use std::panic::Location;
 use crate::error::GradError;
 use crate::optim::moments::AdamMoments;
 use crate::optim::registry::{Registry, running_power};
-use crate::{Float, Tape, Var};
+use crate::{Float, Tape, Var, parallel};
 
 /// AdamW (Loshchilov & Hutter): Adam whose weight decay shrinks the
 /// parameter directly instead of entering the gradient, exactly as
@@ -134,15 +134,17 @@ impl<T: Float> AdamW<T> {
             let correction2 = T::from_f64(1.0 - power.1);
             let decay = T::from_f64(lr_f64 * entry.coefficient);
             let (m, v) = moments.of_mut(entry);
-            for (((w, &grad), m), v) in values.iter_mut().zip(grads).zip(m).zip(v) {
-                let g = grad * scale;
-                *w -= decay * *w;
-                *m = beta1 * *m + one_minus_beta1 * g;
-                *v = beta2 * *v + one_minus_beta2 * (g * g);
-                let m_hat = *m / correction1;
-                let v_hat = *v / correction2;
-                *w -= (lr * m_hat) / (v_hat.sqrt() + eps);
-            }
+            parallel::for_each_chunk_of_four(values, m, v, grads, |values, m, v, grads| {
+                for (((w, &grad), m), v) in values.iter_mut().zip(grads).zip(m).zip(v) {
+                    let g = grad * scale;
+                    *w -= decay * *w;
+                    *m = beta1 * *m + one_minus_beta1 * g;
+                    *v = beta2 * *v + one_minus_beta2 * (g * g);
+                    let m_hat = *m / correction1;
+                    let v_hat = *v / correction2;
+                    *w -= (lr * m_hat) / (v_hat.sqrt() + eps);
+                }
+            });
         });
         Ok(())
     }
