@@ -15,6 +15,8 @@
 //! several at once when they are independent, in the order they are
 //! written; the macro never panics.
 
+#![forbid(unsafe_code)]
+
 mod ast;
 mod builtins;
 mod check;

@@ -30,15 +30,22 @@
 //! # Ok::<(), grad_runtime::GradError>(())
 //! ```
 
+// No unsafe code. `deny`, not `forbid`: a kernel that a benchmark proves
+// worth it (a SIMD GEMM) may `#[allow(unsafe_code)]` in its own module,
+// documented and tested there.
+#![deny(unsafe_code)]
+
 mod broadcast;
 #[doc(hidden)]
 pub mod dsl;
 mod error;
+mod finite;
 mod float;
 mod ops;
 mod optim;
 mod pool;
 mod rng;
+mod size;
 mod tape;
 mod tensor;
 mod var;

@@ -29,6 +29,11 @@ impl AxisLanes {
     /// row-major order of the reduced shape, `start` is the offset of the
     /// lane's first element; its elements are at `start + j * inner`.
     pub(crate) fn for_each(&self, mut f: impl FnMut(usize, usize)) {
+        // No lanes: never walk `outer` when `inner` is 0 (a shape such as
+        // [huge, 0] would take forever to walk, doing nothing).
+        if self.inner == 0 {
+            return;
+        }
         for o in 0..self.outer {
             for i in 0..self.inner {
                 f(o * self.inner + i, o * self.len * self.inner + i);

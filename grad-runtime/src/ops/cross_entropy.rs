@@ -43,7 +43,7 @@ pub fn g_cross_entropy<T: Float>(tp: &mut Tape<T>, logits: Var, targets: &[usize
     }
     let x = &tp.value_of(logits).data;
     let total = x.chunks_exact(classes.max(1)).zip(targets).fold(T::zero(), |sum, (row, &t)| sum + row_loss(row, t));
-    let mut out = tp.output(IxDyn(&[]));
+    let Some(mut out) = tp.output(NAME, IxDyn(&[]), &[logits], location) else { return tp.poisoned_var() };
     out.data[0] = total / T::from_usize(rows);
     let targets = tp.copy_indices(targets);
     tp.push(Op::CrossEntropy { logits, targets }, out)

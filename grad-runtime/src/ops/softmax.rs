@@ -80,7 +80,7 @@ fn along_axis<T: Float>(
         return tp.fail(name, ErrorKind::Axis { axis, ndim }, &[x], location);
     };
     let lanes = AxisLanes::new(tp.shape(x), axis);
-    let mut out = tp.output(tp.value_of(x).shape.clone());
+    let Some(mut out) = tp.output(name, tp.value_of(x).shape.clone(), &[x], location) else { return tp.poisoned_var() };
     kernel(&tp.value_of(x).data, &mut out.data, lanes);
     tp.push(op(x, axis), out)
 }

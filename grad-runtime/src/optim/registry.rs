@@ -11,6 +11,7 @@
 use std::panic::Location;
 
 use crate::error::{ErrorKind, GradError};
+use crate::finite::{describe, first_non_finite};
 use crate::{Float, Tape, Var};
 
 /// One registered parameter.
@@ -214,10 +215,12 @@ impl Registry {
     }
 
     /// Phase one of a step: refuses a misconfigured optimizer, a poisoned
-    /// tape, and a parameter that is no longer a live node of `tape` (a
-    /// different tape, or dropped by `reset_to`); then advances the step
-    /// count and returns the clip scale (one when clipping is off or the
-    /// norm is within bounds). Nothing is changed when it fails.
+    /// tape, a parameter that is no longer a live node of `tape` (a
+    /// different tape, or dropped by `reset_to`), and a gradient holding a
+    /// NaN or an infinity (always, not only in anomaly mode: as a
+    /// mixed-precision loss scaler skips such a step); then advances the
+    /// step count and returns the clip scale (one when clipping is off or
+    /// the norm is within bounds). Nothing is changed when it fails.
     pub(crate) fn begin_step<T: Float>(
         &mut self,
         op: &'static str,
@@ -231,6 +234,14 @@ impl Registry {
         }
         for entry in &self.entries {
             tape.check_or_error(op, entry.var, location)?;
+        }
+        for (parameter, entry) in self.entries.iter().enumerate() {
+            let node = entry.var.index();
+            let Some((position, bad)) = tape.grad_of(node).and_then(|grad| first_non_finite(&grad.data)) else {
+                continue;
+            };
+            let kind = ErrorKind::NonFiniteGradient { parameter, node, value: describe(bad), position };
+            return Err(GradError::new(op, kind, vec![tape.shape(node).to_vec()], location));
         }
         let scale = match self.max_norm {
             Some(max_norm) => clip_scale(self.global_norm(tape), max_norm),
@@ -286,8 +297,8 @@ pub(crate) fn moments_of_mut<'a, T>(slab: &'a mut [T], entry: &Entry) -> (&'a mu
 }
 
 /// `max_norm / norm` when the norm exceeds `max_norm`, else exactly one (no
-/// epsilon: torch's `clip_grad_norm_` divides by `norm + 1e-6`). A NaN norm
-/// is not clipped, so the NaN reaches the parameters instead of hiding.
+/// epsilon: torch's `clip_grad_norm_` divides by `norm + 1e-6`). The norm
+/// is never NaN: a step with a non-finite gradient is refused before it.
 fn clip_scale(norm: f64, max_norm: f64) -> f64 {
     if norm > max_norm { max_norm / norm } else { 1.0 }
 }
