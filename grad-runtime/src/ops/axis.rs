@@ -28,10 +28,15 @@ impl AxisLanes {
     /// Calls `f(lane, start)` for every lane: `lane` numbers the lanes in
     /// row-major order of the reduced shape, `start` is the offset of the
     /// lane's first element; its elements are at `start + j * inner`.
+    ///
+    /// Calls nothing when the tensor is empty (any of `outer`, `len`,
+    /// `inner` is 0), so the walk is never longer than the tensor: a shape
+    /// like `[2^40, 0, 2^20]` has 2^60 empty lanes, and walking them would
+    /// never end. A caller that needs a result for lanes of length 0 (a sum
+    /// over an empty axis) makes it itself, as `sum_lanes` does; the others
+    /// (max, min, argmax) refuse an empty axis.
     pub(crate) fn for_each(&self, mut f: impl FnMut(usize, usize)) {
-        // No lanes: never walk `outer` when `inner` is 0 (a shape such as
-        // [huge, 0] would take forever to walk, doing nothing).
-        if self.inner == 0 {
+        if self.outer == 0 || self.len == 0 || self.inner == 0 {
             return;
         }
         for o in 0..self.outer {

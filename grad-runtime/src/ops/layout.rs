@@ -46,8 +46,10 @@ pub fn g_reshape<T: Float>(tp: &mut Tape<T>, x: Var, shape: &[usize]) -> Var {
         return tp.poisoned_var();
     };
     let from = tp.value_of(x).len();
-    // A product that overflows is no element count any tensor has.
-    let to = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d)).unwrap_or(usize::MAX);
+    // A product that overflows is no element count any tensor has; a 0 makes
+    // it 0 whatever the other dims (`output` then checks the shape itself).
+    let product = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d)).unwrap_or(usize::MAX);
+    let to = if shape.contains(&0) { 0 } else { product };
     if from != to {
         return tp.fail(NAME, ErrorKind::ElementCount { from, to }, &[x], location);
     }

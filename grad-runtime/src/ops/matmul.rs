@@ -134,6 +134,12 @@ impl Plan {
             f(0, 0, 0);
             return;
         };
+        // Empty products write nothing (forward) and add nothing (backward,
+        // into zeroed buffers): never walk a batch of them, which may be
+        // huge (a [2^40, 0, 3] stack holds no element).
+        if m * n == 0 {
+            return;
+        }
         let strides_a = broadcast_strides(&sa[..sa.len() - 2], batch.slice());
         let strides_b = broadcast_strides(&sb[..sb.len() - 2], batch.slice());
         for_each_offset(batch.slice(), [strides_a.slice(), strides_b.slice()], |i, [ia, ib]| {
