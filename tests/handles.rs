@@ -70,7 +70,9 @@ fn grad_and_scalar_of_bad_handles_poison_too() {
         let bad = g_softmax(&mut tape, w, 5);
         tape.reset_to(mark);
         assert!(tape.is_ok());
-        for (handle, kind) in [(old, ErrorKind::StaleVar), (foreign, ErrorKind::ForeignVar), (bad, ErrorKind::PoisonedVar)] {
+        for (handle, kind) in
+            [(old, ErrorKind::StaleVar), (foreign, ErrorKind::ForeignVar), (bad, ErrorKind::PoisonedVar)]
+        {
             assert!(read(&mut tape, handle), "{op}: the empty view or NaN is still returned");
             let error = tape.error().unwrap_or_else(|| panic!("{op} of a {kind:?} handle is silent"));
             assert_eq!((error.op(), error.kind()), (op, &kind));
