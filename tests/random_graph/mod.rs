@@ -358,9 +358,10 @@ impl Graph {
         self.params().iter().map(|&i| ArrayD::from_shape_fn(IxDyn(&self.shapes[i]), |_| rng.normal())).collect()
     }
 
-    /// Records the graph on `tape`, parameters from `values`: every node's
-    /// handle. `pre(i, tape, nodes)` runs before step `i` and may return a
-    /// replacement handle for it (how `faults.rs` injects a fault).
+    /// Records the graph on `tape` (parameters given as handles, in
+    /// order): every node's handle. `pre(i, tape, nodes)` runs before step
+    /// `i` and may return a replacement handle for it (how `faults.rs`
+    /// injects a fault).
     pub fn record<T: Float>(
         &self,
         tape: &mut Tape<T>,
@@ -368,54 +369,54 @@ impl Graph {
         mut pre: impl FnMut(usize, &mut Tape<T>, &[Var]) -> Option<Var>,
     ) -> Vec<Var> {
         let mut nodes: Vec<Var> = Vec::with_capacity(self.steps.len());
-        let mut next_param = params.iter();
-        for (i, step) in self.steps.iter().enumerate() {
-            if let Some(v) = pre(i, tape, &nodes) {
-                if matches!(step, Step::Param(_)) {
-                    next_param.next();
-                }
-                nodes.push(v);
-                continue;
-            }
-            let v = |k: usize| nodes[k];
-            let s = |x: f64| T::from_f64(x);
-            let out = match step {
-                Step::Param(_) => *next_param.next().expect("one handle per parameter"),
-                Step::Add(a, b) => g_add(tape, v(*a), v(*b)),
-                Step::Sub(a, b) => g_sub(tape, v(*a), v(*b)),
-                Step::Mul(a, b) => g_mul(tape, v(*a), v(*b)),
-                Step::Div(a, b) => g_div(tape, v(*a), v(*b)),
-                Step::Unary(name, a) => unary(name, tape, v(*a)),
-                Step::Adds(a, x) => g_adds(tape, v(*a), s(*x)),
-                Step::Muls(a, x) => g_muls(tape, v(*a), s(*x)),
-                Step::Pow(a, p) => g_pow(tape, v(*a), s(*p)),
-                Step::LeakyRelu(a, slope) => g_leaky_relu(tape, v(*a), s(*slope)),
-                Step::Clamp(a, lo, hi) => g_clamp(tape, v(*a), s(*lo), s(*hi)),
-                Step::Sum(a) => g_sum(tape, v(*a)),
-                Step::Mean(a) => g_mean(tape, v(*a)),
-                Step::ReduceAxis(name, a, axis, keep) => match *name {
-                    "sum" => g_sum_axis(tape, v(*a), *axis, *keep),
-                    "mean" => g_mean_axis(tape, v(*a), *axis, *keep),
-                    "max" => g_max_axis(tape, v(*a), *axis, *keep),
-                    _ => g_min_axis(tape, v(*a), *axis, *keep),
-                },
-                Step::MatMul(a, b) => g_matmul(tape, v(*a), v(*b)),
-                Step::Bmm(a, b) => g_bmm(tape, v(*a), v(*b)),
-                Step::Transpose(a) => g_transpose(tape, v(*a)),
-                Step::Reshape(a, shape) => g_reshape(tape, v(*a), shape),
-                Step::Slice(a, starts, stops) => g_slice(tape, v(*a), starts, stops),
-                Step::Concat(a, b, axis) => g_concat(tape, v(*a), v(*b), *axis),
-                Step::Softmax(a, axis) => g_softmax(tape, v(*a), *axis),
-                Step::LogSoftmax(a, axis) => g_log_softmax(tape, v(*a), *axis),
-                Step::Mse(a, b) => g_mse(tape, v(*a), v(*b)),
-                Step::CrossEntropy(a, targets) => g_cross_entropy(tape, v(*a), targets),
-                Step::Embedding(a, ids) => g_embedding(tape, v(*a), ids),
-                Step::LayerNorm(x, gamma, beta) => g_layer_norm(tape, v(*x), v(*gamma), v(*beta), s(1e-5)),
-                Step::Dropout(a, p, seed) => g_dropout(tape, v(*a), s(*p), &mut grad_runtime::Rng::new(*seed), true),
+        for i in 0..self.steps.len() {
+            let v = match pre(i, tape, &nodes) {
+                Some(v) => v,
+                None => self.record_step(i, tape, &nodes, params),
             };
-            nodes.push(out);
+            nodes.push(v);
         }
         nodes
+    }
+
+    /// Records step `i` on `tape`, its operands read from `nodes`.
+    pub fn record_step<T: Float>(&self, i: usize, tape: &mut Tape<T>, nodes: &[Var], params: &[Var]) -> Var {
+        let v = |k: usize| nodes[k];
+        let s = |x: f64| T::from_f64(x);
+        match &self.steps[i] {
+            Step::Param(_) => params[self.steps[..i].iter().filter(|s| matches!(s, Step::Param(_))).count()],
+            Step::Add(a, b) => g_add(tape, v(*a), v(*b)),
+            Step::Sub(a, b) => g_sub(tape, v(*a), v(*b)),
+            Step::Mul(a, b) => g_mul(tape, v(*a), v(*b)),
+            Step::Div(a, b) => g_div(tape, v(*a), v(*b)),
+            Step::Unary(name, a) => unary(name, tape, v(*a)),
+            Step::Adds(a, x) => g_adds(tape, v(*a), s(*x)),
+            Step::Muls(a, x) => g_muls(tape, v(*a), s(*x)),
+            Step::Pow(a, p) => g_pow(tape, v(*a), s(*p)),
+            Step::LeakyRelu(a, slope) => g_leaky_relu(tape, v(*a), s(*slope)),
+            Step::Clamp(a, lo, hi) => g_clamp(tape, v(*a), s(*lo), s(*hi)),
+            Step::Sum(a) => g_sum(tape, v(*a)),
+            Step::Mean(a) => g_mean(tape, v(*a)),
+            Step::ReduceAxis(name, a, axis, keep) => match *name {
+                "sum" => g_sum_axis(tape, v(*a), *axis, *keep),
+                "mean" => g_mean_axis(tape, v(*a), *axis, *keep),
+                "max" => g_max_axis(tape, v(*a), *axis, *keep),
+                _ => g_min_axis(tape, v(*a), *axis, *keep),
+            },
+            Step::MatMul(a, b) => g_matmul(tape, v(*a), v(*b)),
+            Step::Bmm(a, b) => g_bmm(tape, v(*a), v(*b)),
+            Step::Transpose(a) => g_transpose(tape, v(*a)),
+            Step::Reshape(a, shape) => g_reshape(tape, v(*a), shape),
+            Step::Slice(a, starts, stops) => g_slice(tape, v(*a), starts, stops),
+            Step::Concat(a, b, axis) => g_concat(tape, v(*a), v(*b), *axis),
+            Step::Softmax(a, axis) => g_softmax(tape, v(*a), *axis),
+            Step::LogSoftmax(a, axis) => g_log_softmax(tape, v(*a), *axis),
+            Step::Mse(a, b) => g_mse(tape, v(*a), v(*b)),
+            Step::CrossEntropy(a, targets) => g_cross_entropy(tape, v(*a), targets),
+            Step::Embedding(a, ids) => g_embedding(tape, v(*a), ids),
+            Step::LayerNorm(x, gamma, beta) => g_layer_norm(tape, v(*x), v(*gamma), v(*beta), s(1e-5)),
+            Step::Dropout(a, p, seed) => g_dropout(tape, v(*a), s(*p), &mut grad_runtime::Rng::new(*seed), true),
+        }
     }
 }
 
