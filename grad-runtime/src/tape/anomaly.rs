@@ -82,7 +82,7 @@ impl<T: Float> Tape<T> {
             if let Some((position, bad)) = first_non_finite(&grad.data) {
                 let kind = ErrorKind::NonFinite { value: describe(bad), position, input: Some(input) };
                 let shapes = node.op.inputs().map(|x| self.shape(x).to_vec()).collect();
-                return Some(GradError::new(node.op.name(), kind, shapes, node.location));
+                return Some(GradError::new(node.op.name(), kind, shapes, self.locations[id]));
             }
         }
         None
