@@ -154,7 +154,7 @@ impl Graph {
             }
             6 => {
                 let s = [0.5, -1.25, 2.0, 0.1][r2 % 4];
-                let step = if r3 % 2 == 0 { Step::Adds(a, s) } else { Step::Muls(a, s) };
+                let step = if r3.is_multiple_of(2) { Step::Adds(a, s) } else { Step::Muls(a, s) };
                 self.push(step, sa);
             }
             7 => {
@@ -163,19 +163,19 @@ impl Graph {
                 self.push(Step::Pow(x, p), sa);
             }
             8 => {
-                let step = if r2 % 2 == 0 { Step::LeakyRelu(a, 0.1) } else { Step::Clamp(a, -0.7, 0.6) };
+                let step = if r2.is_multiple_of(2) { Step::LeakyRelu(a, 0.1) } else { Step::Clamp(a, -0.7, 0.6) };
                 self.push(step, sa);
             }
             9 => {
-                let step = if r2 % 2 == 0 { Step::Sum(a) } else { Step::Mean(a) };
+                let step = if r2.is_multiple_of(2) { Step::Sum(a) } else { Step::Mean(a) };
                 self.push(step, vec![]);
             }
             10 | 11 => {
                 let x = self.at_least_1d(a);
                 let shape = self.shapes[x].clone();
                 let name = ["sum", "mean", "max", "min"][r2 % 4];
-                let axis = (r3 % shape.len()) as isize - if r3 % 2 == 0 { 0 } else { shape.len() as isize };
-                let keepdim = r2 % 3 == 0;
+                let axis = (r3 % shape.len()) as isize - if r3.is_multiple_of(2) { 0 } else { shape.len() as isize };
+                let keepdim = r2.is_multiple_of(3);
                 let index = axis.rem_euclid(shape.len() as isize) as usize;
                 let mut out = shape;
                 if keepdim {
@@ -228,7 +228,7 @@ impl Graph {
                 let x = self.at_least_1d(a);
                 let shape = self.shapes[x].clone();
                 let axis = r2 % shape.len();
-                let b = if r3 % 2 == 0 {
+                let b = if r3.is_multiple_of(2) {
                     x
                 } else {
                     let mut other = shape.clone();
@@ -243,7 +243,7 @@ impl Graph {
                 let x = self.at_least_1d(a);
                 let rank = self.shapes[x].len() as isize;
                 let axis = (r2 as isize % (2 * rank)) - rank;
-                let step = if r3 % 2 == 0 { Step::Softmax(x, axis) } else { Step::LogSoftmax(x, axis) };
+                let step = if r3.is_multiple_of(2) { Step::Softmax(x, axis) } else { Step::LogSoftmax(x, axis) };
                 self.push(step, self.shapes[x].clone());
             }
             20 => {
@@ -253,7 +253,7 @@ impl Graph {
             21 => {
                 let x = self.as_matrix(a);
                 let (rows, cols) = (self.shapes[x][0], self.shapes[x][1]);
-                if r3 % 2 == 0 {
+                if r3.is_multiple_of(2) {
                     let targets = (0..rows).map(|i| (r2 + 7 * i) % cols).collect();
                     self.push(Step::CrossEntropy(x, targets), vec![]);
                 } else {
@@ -279,7 +279,7 @@ impl Graph {
     /// leading ones dropped, or a 1 of `a` stretched (so both operands broadcast).
     fn partner(&mut self, a: usize, r2: usize, r3: usize) -> usize {
         let candidate = r2 % self.steps.len();
-        if r3 % 3 != 0 && broadcast(&self.shapes[a], &self.shapes[candidate]).is_some() {
+        if !r3.is_multiple_of(3) && broadcast(&self.shapes[a], &self.shapes[candidate]).is_some() {
             return candidate;
         }
         let sa = &self.shapes[a];
@@ -311,10 +311,10 @@ impl Graph {
         let k = sx[sx.len() - 1];
         let nn = 1 + r2 % 3;
         // The right operand: a matrix, or a stack whose batch dims broadcast with x's.
-        let rhs = if r3 % 3 == 0 && sx.len() >= 3 {
+        let rhs = if r3.is_multiple_of(3) && sx.len() >= 3 {
             let batch = &sx[..sx.len() - 2];
             let mut shape: Vec<usize> =
-                batch.iter().enumerate().map(|(i, &d)| if (r3 >> i) % 2 == 0 { 1 } else { d }).collect();
+                batch.iter().enumerate().map(|(i, &d)| if (r3 >> i).is_multiple_of(2) { 1 } else { d }).collect();
             shape.extend([k, nn]);
             shape
         } else if r3 % 3 == 1 {
@@ -512,7 +512,7 @@ fn small_shape(r: u16) -> Vec<usize> {
 
 /// A shape with `len` elements: flat, a row, a column, or split at a divisor.
 fn reshape_target(len: usize, r: usize) -> Vec<usize> {
-    let divisor = (2..len).find(|d| len % d == 0);
+    let divisor = (2..len).find(|d| len.is_multiple_of(*d));
     match (r % 4, divisor) {
         (0, _) => vec![len],
         (1, _) => vec![1, len],
