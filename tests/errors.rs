@@ -189,14 +189,19 @@ fn stale_handles_are_errors_never_reads_of_another_node() {
     // A new node now sits at the old handle's index.
     let new = tape.constant(Array1::from(vec![7.0f32, 8.0]));
     assert_eq!(old.index(), new.index());
-    assert_eq!(tape.value(old).len(), 0, "a stale handle reads nothing");
     assert_eq!(tape.try_value(old).unwrap_err().kind(), &ErrorKind::StaleVar);
+    assert!(tape.is_ok(), "try_value reports the error, it does not poison");
     let y = g_add(&mut tape, w, old);
     assert!(y.is_poisoned());
     let error = tape.error().unwrap();
     assert_eq!(error.kind(), &ErrorKind::StaleVar);
     assert!(error.to_string().contains("stale"), "{error}");
     assert_eq!(error.shapes(), &[vec![2]], "the valid input's shape is still named");
+
+    tape.reset_to(mark);
+    assert_eq!(tape.value(old).len(), 0, "a stale handle reads nothing");
+    let error = tape.error().expect("and the read is not silent: it poisons the tape");
+    assert_eq!((error.op(), error.kind()), ("Tape::value", &ErrorKind::StaleVar));
 }
 
 #[test]

@@ -1,98 +1,207 @@
-//! No op panics on user input: thousands of random calls (random shapes,
-//! axes, slice bounds, reshape targets, indices, handles from other tapes
-//! and from before a reset) must each append a node or record an error,
-//! and backward must then succeed or return that error.
+//! No op panics or hangs on any input: thousands of random calls of every
+//! op (random shapes with dims of 0, 1, 2^40 and isize::MAX, reshape targets
+//! and slice bounds up to usize::MAX whose products overflow, axes and
+//! indices far out of range, NaN and infinite scalars, handles from other
+//! tapes and from before a reset, anomaly mode on and off) must each append
+//! a node or record an error; backward and an optimizer step must then
+//! succeed or return an error.
 
 mod common;
 
+use std::collections::BTreeSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use common::Rng;
+use common::{Rng, within};
+use grad_runtime::dsl::OP_FUNCTIONS;
 use grad_runtime::*;
 use ndarray::{ArrayD, IxDyn};
 
-fn random_shape(rng: &mut Rng) -> Vec<usize> {
-    let rank = (rng.uniform() * 4.0) as usize;
-    (0..rank).map(|_| (rng.uniform() * 4.0) as usize).collect()
-}
+const HUGE: usize = isize::MAX as usize;
 
 fn small(rng: &mut Rng, below: usize) -> usize {
     (rng.uniform() * below as f64) as usize
 }
 
-fn axis(rng: &mut Rng) -> isize {
-    small(rng, 9) as isize - 4
-}
-
-/// One random op on random live (or stale, or foreign) handles.
-fn random_op(rng: &mut Rng, tape: &mut Tape<f64>, vars: &[Var], foreign: Var) -> Var {
-    let pick = |rng: &mut Rng| if small(rng, 50) == 0 { foreign } else { vars[small(rng, vars.len())] };
-    let (a, b) = (pick(rng), pick(rng));
-    let s = rng.normal();
-    let list = |rng: &mut Rng| (0..small(rng, 4)).map(|_| small(rng, 5)).collect::<Vec<usize>>();
-    match small(rng, 36) {
-        0 => g_add(tape, a, b),
-        1 => g_sub(tape, a, b),
-        2 => g_mul(tape, a, b),
-        3 => g_div(tape, a, b),
-        4 => g_neg(tape, a),
-        5 => g_adds(tape, a, s),
-        6 => g_muls(tape, a, s),
-        7 => g_relu(tape, a),
-        8 => g_sigmoid(tape, a),
-        9 => g_tanh(tape, a),
-        10 => g_exp(tape, a),
-        11 => g_log(tape, a),
-        12 => g_sqrt(tape, a),
-        13 => g_sum(tape, a),
-        14 => g_mean(tape, a),
-        15 => g_mse(tape, a, b),
-        16 => g_matmul(tape, a, b),
-        17 => g_bmm(tape, a, b),
-        18 => g_transpose(tape, a),
-        19 => g_reshape(tape, a, &list(rng)),
-        20 => g_softmax(tape, a, axis(rng)),
-        21 => g_slice(tape, a, &list(rng), &list(rng)),
-        22 => g_concat(tape, a, b, small(rng, 4)),
-        23 => g_sum_axis(tape, a, axis(rng), small(rng, 2) == 0),
-        24 => g_mean_axis(tape, a, axis(rng), small(rng, 2) == 0),
-        25 => g_max_axis(tape, a, axis(rng), small(rng, 2) == 0),
-        26 => g_log_softmax(tape, a, axis(rng)),
-        27 => g_cross_entropy(tape, a, &list(rng)),
-        28 => g_pow(tape, a, s),
-        29 => g_clamp(tape, a, s, rng.normal()),
-        30 => g_embedding(tape, a, &list(rng)),
-        31 => g_layer_norm(tape, a, b, pick(rng), s.abs()),
-        32 => g_dropout(tape, a, rng.uniform() * 1.2, &mut grad_runtime::Rng::new(1), true),
-        33 => g_gelu(tape, a),
-        34 => g_softplus(tape, a),
-        _ => g_leaky_relu(tape, a, s),
+/// Mostly a small dim; sometimes 0 or a huge one.
+fn dim(rng: &mut Rng) -> usize {
+    match small(rng, 24) {
+        0 => HUGE,
+        1 => 1 << 40,
+        2 => 1 << 33,
+        n => n % 5,
     }
 }
 
+/// A shape an ndarray array can have: a huge dim comes with a 0 (or is cut
+/// to 2) so the array holds few elements, as any array in memory does.
+fn random_shape(rng: &mut Rng) -> Vec<usize> {
+    let rank = small(rng, 5);
+    let mut shape: Vec<usize> = (0..rank).map(|_| dim(rng)).collect();
+    let elements = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+    if elements.is_none_or(|n| n > 256) {
+        let at = small(rng, rank);
+        shape[at] = 0;
+    }
+    while shape.iter().filter(|&&d| d != 0).try_fold(1usize, |n, &d| n.checked_mul(d)).is_none_or(|n| n > HUGE) {
+        let largest = (0..rank).max_by_key(|&i| shape[i]).unwrap_or(0);
+        shape[largest] = 2;
+    }
+    shape
+}
+
+/// A number for a reshape target, a slice bound, an index: small, or extreme.
+fn number(rng: &mut Rng) -> usize {
+    match small(rng, 16) {
+        0 => usize::MAX,
+        1 => HUGE,
+        2 => HUGE + 1,
+        3 => 1 << 32,
+        n => n % 5,
+    }
+}
+
+fn list(rng: &mut Rng) -> Vec<usize> {
+    (0..small(rng, 4)).map(|_| number(rng)).collect()
+}
+
+fn axis(rng: &mut Rng) -> isize {
+    match small(rng, 20) {
+        0 => isize::MIN,
+        1 => isize::MAX,
+        n => n as isize % 9 - 4,
+    }
+}
+
+fn scalar(rng: &mut Rng) -> f64 {
+    match small(rng, 20) {
+        0 => f64::NAN,
+        1 => f64::INFINITY,
+        2 => -1e308,
+        3 => 0.0,
+        _ => rng.normal(),
+    }
+}
+
+/// Calls the op `name` (one of `OP_FUNCTIONS`) on random arguments; `None`
+/// for a name this test does not know, which fails the coverage check.
+fn call_op(name: &str, rng: &mut Rng, tape: &mut Tape<f64>, pick: &mut dyn FnMut(&mut Rng) -> Var) -> Option<Var> {
+    let (a, b) = (pick(rng), pick(rng));
+    let s = scalar(rng);
+    Some(match name {
+        "g_add" => g_add(tape, a, b),
+        "g_sub" => g_sub(tape, a, b),
+        "g_mul" => g_mul(tape, a, b),
+        "g_div" => g_div(tape, a, b),
+        "g_neg" => g_neg(tape, a),
+        "g_adds" => g_adds(tape, a, s),
+        "g_muls" => g_muls(tape, a, s),
+        "g_relu" => g_relu(tape, a),
+        "g_sigmoid" => g_sigmoid(tape, a),
+        "g_tanh" => g_tanh(tape, a),
+        "g_exp" => g_exp(tape, a),
+        "g_log" => g_log(tape, a),
+        "g_sqrt" => g_sqrt(tape, a),
+        "g_pow" => g_pow(tape, a, s),
+        "g_abs" => g_abs(tape, a),
+        "g_leaky_relu" => g_leaky_relu(tape, a, s),
+        "g_gelu" => g_gelu(tape, a),
+        "g_silu" => g_silu(tape, a),
+        "g_softplus" => g_softplus(tape, a),
+        "g_clamp" => g_clamp(tape, a, s, scalar(rng)),
+        "g_sum" => g_sum(tape, a),
+        "g_mean" => g_mean(tape, a),
+        "g_sum_axis" => g_sum_axis(tape, a, axis(rng), small(rng, 2) == 0),
+        "g_mean_axis" => g_mean_axis(tape, a, axis(rng), small(rng, 2) == 0),
+        "g_max_axis" => g_max_axis(tape, a, axis(rng), small(rng, 2) == 0),
+        "g_min_axis" => g_min_axis(tape, a, axis(rng), small(rng, 2) == 0),
+        "argmax" => {
+            let _ = argmax(tape, a, axis(rng));
+            a
+        }
+        "g_matmul" => g_matmul(tape, a, b),
+        "g_bmm" => g_bmm(tape, a, b),
+        "g_transpose" => g_transpose(tape, a),
+        "g_reshape" => g_reshape(tape, a, &list(rng)),
+        "g_slice" => g_slice(tape, a, &list(rng), &list(rng)),
+        "g_concat" => g_concat(tape, a, b, number(rng)),
+        "g_softmax" => g_softmax(tape, a, axis(rng)),
+        "g_log_softmax" => g_log_softmax(tape, a, axis(rng)),
+        "g_mse" => g_mse(tape, a, b),
+        "g_cross_entropy" => g_cross_entropy(tape, a, &list(rng)),
+        "g_embedding" => g_embedding(tape, a, &list(rng)),
+        "g_layer_norm" => {
+            let beta = pick(rng);
+            g_layer_norm(tape, a, b, beta, s.abs())
+        }
+        "g_dropout" => g_dropout(tape, a, rng.uniform() * 1.2, &mut grad_runtime::Rng::new(1), small(rng, 4) > 0),
+        _ => return None,
+    })
+}
+
 #[test]
-fn thousands_of_random_calls_never_panic() {
+fn every_exported_op_is_exercised() {
+    let mut rng = Rng::new(1);
+    let mut tape = Tape::<f64>::new();
+    let x = tape.param(ArrayD::zeros(IxDyn(&[2, 2])));
+    let unknown: Vec<&str> =
+        OP_FUNCTIONS.iter().copied().filter(|name| call_op(name, &mut rng, &mut tape, &mut |_| x).is_none()).collect();
+    assert!(unknown.is_empty(), "add these ops to call_op: {unknown:?}");
+}
+
+#[test]
+fn thousands_of_random_calls_at_extreme_sizes_never_panic_or_hang() {
+    // The op under way, so a hang names it.
+    let progress = Arc::new(Mutex::new(String::new()));
+    let watched = Arc::clone(&progress);
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        within(Duration::from_secs(120), "the random calls", move || random_calls(&watched))
+    }));
+    if let Err(panic) = outcome {
+        eprintln!("last call started: {}", progress.lock().unwrap_or_else(|e| e.into_inner()));
+        std::panic::resume_unwind(panic);
+    }
+}
+
+fn random_calls(progress: &Mutex<String>) {
     let mut rng = Rng::new(99);
     let mut other = Tape::<f64>::new();
     let foreign = other.param(ArrayD::zeros(IxDyn(&[2])));
-    let (mut appended, mut refused) = (0, 0);
-    for episode in 0..400 {
+    let (mut appended, mut refused, mut too_large, mut non_finite) = (0, 0, 0, 0);
+    let mut called = BTreeSet::new();
+    for episode in 0..800 {
         let mut tape = Tape::<f64>::new();
-        let mut vars: Vec<Var> = (0..3)
+        tape.set_detect_anomaly(episode % 3 == 0);
+        let params: Vec<Var> = (0..3)
             .map(|_| {
                 let shape = random_shape(&mut rng);
                 tape.param(rng.normal_array(&shape))
             })
             .collect();
+        let mut opt = Adam::new(1e-3);
+        for &p in &params {
+            opt.add(&tape, p, 1e-4).expect("a parameter");
+        }
+        let mut vars = params.clone();
         let mark = tape.mark();
         let stale = tape.constant(ArrayD::zeros(IxDyn(&[1])));
         tape.reset_to(mark);
         vars.push(stale);
-        for _ in 0..15 {
-            let result = catch_unwind(AssertUnwindSafe(|| random_op(&mut rng, &mut tape, &vars, foreign)));
-            let Ok(v) = result else { panic!("episode {episode}: an op panicked") };
+        for _ in 0..20 {
+            let name = OP_FUNCTIONS[small(&mut rng, OP_FUNCTIONS.len())];
+            called.insert(name);
+            *progress.lock().unwrap() = format!("episode {episode}: {name} on {tape:?}");
+            let mut pick = |rng: &mut Rng| if small(rng, 50) == 0 { foreign } else { vars[small(rng, vars.len())] };
+            let result = catch_unwind(AssertUnwindSafe(|| call_op(name, &mut rng, &mut tape, &mut pick)));
+            let Ok(Some(v)) = result else { panic!("episode {episode}: {name} panicked") };
             if v.is_poisoned() {
                 refused += 1;
+                match tape.error().map(GradError::kind) {
+                    Some(ErrorKind::TooLarge { .. }) => too_large += 1,
+                    Some(ErrorKind::NonFinite { .. }) => non_finite += 1,
+                    _ => {}
+                }
                 tape.reset_to(mark);
                 vars.truncate(4); // the parameters and the stale handle
             } else {
@@ -101,9 +210,16 @@ fn thousands_of_random_calls_never_panic() {
             }
         }
         let last = *vars.last().unwrap();
-        let outcome = catch_unwind(AssertUnwindSafe(|| tape.backward(last).map(|()| tape.grad(vars[0]).len())));
-        assert!(outcome.is_ok(), "episode {episode}: backward panicked");
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            if tape.backward(last).is_ok() {
+                let _ = tape.grad(vars[0]).len();
+                let _ = opt.step(&mut tape);
+            }
+        }));
+        assert!(outcome.is_ok(), "episode {episode}: backward or step panicked");
     }
-    println!("{appended} ops appended a node, {refused} were refused with an error");
-    assert!(appended > 1000 && refused > 1000, "both paths exercised: {appended} / {refused}");
+    println!("{appended} ops appended a node, {refused} were refused ({too_large} too large, {non_finite} non-finite)");
+    assert!(appended > 3000 && refused > 3000, "both paths exercised: {appended} / {refused}");
+    assert!(too_large > 10 && non_finite > 10, "the size and anomaly checks exercised: {too_large} / {non_finite}");
+    assert_eq!(called.len(), OP_FUNCTIONS.len(), "every op called");
 }

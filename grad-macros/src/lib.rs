@@ -18,6 +18,8 @@
 //! `#[derive(Params)]` (re-exported as `grad_runtime::Params`) lives in
 //! `derive/`: it reads a struct and lists its parameters by dotted path.
 
+#![forbid(unsafe_code)]
+
 mod ast;
 mod builtins;
 mod check;

@@ -107,6 +107,10 @@ pub(crate) fn zip_broadcast<T: Float>(
         });
         return;
     }
+    if out.is_empty() {
+        // No element, however large the other dims: walking their rows would never end.
+        return;
+    }
     let Some((&n, outer)) = out_shape.split_last() else {
         out[0] = f(a[0], b[0]);
         return;
@@ -135,6 +139,10 @@ fn zip_rows<T: Float>(a: &[T], b: &[T], out: &mut [T], f: &impl Fn(T, T) -> T) {
 /// `from`), row by row along the last axis. Each element of `out` receives
 /// its terms one at a time in row-major order of `from`.
 pub(crate) fn reduce_into<T: Float>(g: &[T], from: &[usize], to: &[usize], out: &mut [T]) {
+    if g.is_empty() {
+        // Nothing to add, however large the other dims: walking their rows would never end.
+        return;
+    }
     let Some((&n, outer)) = from.split_last() else {
         out[0] += g[0];
         return;

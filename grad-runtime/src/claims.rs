@@ -24,7 +24,7 @@ use crate::{Float, Tape, Var};
 /// `add` and once per step, and never allocates in a step.
 #[derive(Default)]
 pub(crate) struct Claims {
-    generations: Mutex<Vec<Option<u32>>>,
+    generations: Mutex<Vec<Option<u64>>>,
 }
 
 impl Claims {

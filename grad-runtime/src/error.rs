@@ -85,6 +85,22 @@ pub enum ErrorKind {
     DuplicateParameter,
     /// An operation refused because the tape holds an earlier error.
     TapePoisoned { first: Box<GradError> },
+    /// A result (or a parameter or constant copied in) too large to exist:
+    /// the product of its non-zero dims exceeds `isize::MAX` (ndarray's
+    /// limit), its elements would take more than `isize::MAX` bytes, or the
+    /// allocator could not provide them. `reason` says which.
+    TooLarge { shape: Vec<usize>, reason: &'static str },
+    /// Anomaly mode ([`Tape::set_detect_anomaly`](crate::Tape::set_detect_anomaly)):
+    /// an op's output (`input: None`), or the gradient its backward rule
+    /// passed to its input number `input`, holds a NaN or an infinity;
+    /// `value` is the first one (`"NaN"`, `"inf"` or `"-inf"`), at element
+    /// `position` in row-major order.
+    NonFinite { value: &'static str, position: usize, input: Option<usize> },
+    /// An optimizer step refused because a parameter's gradient holds a NaN
+    /// or an infinity: `parameter` is its name (its `add_params` path, or
+    /// `#i` for the tape node `i` of one registered with `add`). Nothing was
+    /// updated: a loss scaler's skipped step.
+    NonFiniteGradient { parameter: Box<str>, value: &'static str, position: usize },
     /// An input whose real shape contradicts the shape declared in `grad!`:
     /// `declared` is the declaration with the sizes its symbols were bound
     /// to (`[B, 784] with B = 64`), `problem` what disagrees (`dim 1 is 783`).
@@ -247,6 +263,23 @@ impl fmt::Display for ErrorKind {
             ErrorKind::TapePoisoned { first } => {
                 write!(f, "the tape holds an earlier error: {first}")
             }
+            ErrorKind::TooLarge { shape, reason } => {
+                write!(f, "a tensor of shape {} cannot be made: {reason}", ShapeDisplay(shape))
+            }
+            ErrorKind::NonFinite { value, position, input: None } => write!(
+                f,
+                "its output holds {value} at element {position} (anomaly detection found the first non-finite value)"
+            ),
+            ErrorKind::NonFinite { value, position, input: Some(input) } => write!(
+                f,
+                "its backward rule gave input {input} a gradient holding {value} at element {position} \
+                 (anomaly detection found the first non-finite gradient)"
+            ),
+            ErrorKind::NonFiniteGradient { parameter, value, position } => write!(
+                f,
+                "the gradient of parameter `{parameter}` holds {value} at element {position}; \
+                 the step was refused and no parameter or optimizer state changed"
+            ),
             ErrorKind::DeclaredShape { input, declared, problem } => {
                 write!(f, "input `{input}` was declared {declared}, but {problem}")
             }

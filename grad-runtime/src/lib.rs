@@ -30,6 +30,11 @@
 //! # Ok::<(), grad_runtime::GradError>(())
 //! ```
 
+// No unsafe code. `deny`, not `forbid`: a kernel that a benchmark proves
+// worth it (a SIMD GEMM) may `#[allow(unsafe_code)]` in its own module,
+// documented and tested there.
+#![deny(unsafe_code)]
+
 // `grad!` and `#[derive(Params)]` expand to `::grad_runtime::...` paths; this
 // makes those paths resolve inside the crate too (the `nn` layers use both).
 extern crate self as grad_runtime;
@@ -40,6 +45,7 @@ mod claims;
 #[doc(hidden)]
 pub mod dsl;
 mod error;
+mod finite;
 mod float;
 pub mod init;
 pub mod io;
@@ -52,6 +58,7 @@ mod params;
 mod pool;
 mod rng;
 pub mod schedule;
+mod size;
 mod tape;
 mod tensor;
 mod var;

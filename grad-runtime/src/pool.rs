@@ -25,23 +25,38 @@ impl<T: Copy + Default> BufferPool<T> {
     /// values of an earlier tensor, or zeros): for callers that overwrite
     /// every element.
     pub(crate) fn take(&mut self, len: usize) -> Vec<T> {
+        self.reuse(len).unwrap_or_else(|| vec![T::default(); len])
+    }
+
+    /// Like [`take`](BufferPool::take), but `None` instead of an abort when
+    /// the allocator cannot provide a new buffer: how an op's output is
+    /// taken, so an output too large for memory is an error, not a crash.
+    /// (Under Linux's default overcommit, the allocator may grant far more
+    /// than the machine has; filling such a buffer can still end the process.)
+    pub(crate) fn try_take(&mut self, len: usize) -> Option<Vec<T>> {
+        if let Some(buffer) = self.reuse(len) {
+            return Some(buffer);
+        }
+        let mut buffer = Vec::new();
+        buffer.try_reserve_exact(len).ok()?;
+        buffer.resize(len, T::default());
+        Some(buffer)
+    }
+
+    /// A waiting buffer resized to `len`, if one fits.
+    fn reuse(&mut self, len: usize) -> Option<Vec<T>> {
         if len == 0 {
-            return Vec::new();
+            return Some(Vec::new());
         }
         // Reusing a buffer far larger than asked would strand its capacity.
         let max_capacity = len.saturating_mul(2).max(64);
         let first = self.buckets.partition_point(|b| b.capacity < len);
-        let found = self.buckets[first..]
+        let mut buffer = self.buckets[first..]
             .iter_mut()
             .take_while(|b| b.capacity <= max_capacity)
-            .find_map(|bucket| bucket.free.pop());
-        match found {
-            Some(mut buffer) => {
-                buffer.resize(len, T::default());
-                buffer
-            }
-            None => vec![T::default(); len],
-        }
+            .find_map(|bucket| bucket.free.pop())?;
+        buffer.resize(len, T::default());
+        Some(buffer)
     }
 
     /// A buffer of `len` zeros (`T::default()`).
@@ -105,6 +120,15 @@ mod tests {
         let tiny = pool.take(4);
         assert!(tiny.capacity() < 1 << 16);
         assert_eq!(pool.len(), 1);
+    }
+
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn an_allocation_the_system_cannot_make_is_refused_not_aborted() {
+        let mut pool = BufferPool::<f32>::new();
+        // 2^62 bytes: more address space than any 64-bit machine maps.
+        assert!(pool.try_take(1 << 60).is_none());
+        assert_eq!(pool.try_take(100).map(|b| b.len()), Some(100));
     }
 
     #[test]

@@ -3,7 +3,14 @@
 use ndarray::{ArrayBase, ArrayViewD, ArrayViewMutD, Data, Dimension, IxDyn};
 
 use crate::Float;
+use crate::error::ErrorKind;
 use crate::pool::BufferPool;
+use crate::size::{ALLOCATION, checked_len};
+
+/// Why `view` cannot fail: every tensor is made by `Tape::output` or
+/// `tensor_from_input`, which check its shape against ndarray's limits
+/// (`size.rs`) and size its buffer to the shape.
+const VIEWABLE: &str = "invariant: a tensor's shape was checked when it was made and its buffer holds its elements";
 
 /// A row-major buffer and its shape. Every value and gradient on a tape is
 /// one of these, so kernels work on plain slices and views are free.
@@ -29,13 +36,11 @@ impl<T: Float> Tensor<T> {
     }
 
     pub(crate) fn view(&self) -> ArrayViewD<'_, T> {
-        ArrayViewD::from_shape(self.shape.clone(), &self.data)
-            .expect("invariant: a tensor's buffer holds exactly its shape's elements")
+        ArrayViewD::from_shape(self.shape.clone(), &self.data).expect(VIEWABLE)
     }
 
     pub(crate) fn view_mut(&mut self) -> ArrayViewMutD<'_, T> {
-        ArrayViewMutD::from_shape(self.shape.clone(), &mut self.data)
-            .expect("invariant: a tensor's buffer holds exactly its shape's elements")
+        ArrayViewMutD::from_shape(self.shape.clone(), &mut self.data).expect(VIEWABLE)
     }
 }
 
@@ -101,10 +106,17 @@ macro_rules! scalar_input {
 }
 scalar_input!(f32, f64);
 
-/// Copies an input into a pooled buffer.
-pub(crate) fn tensor_from_input<T: Float>(input: impl TensorInput<T>, pool: &mut BufferPool<T>) -> Tensor<T> {
+/// Copies an input into a pooled buffer. Every ndarray array has a shape
+/// a tensor can have, but `TensorInput` is open to other types: a shape no
+/// tensor can have is refused (see `size.rs`) before any buffer is sized.
+pub(crate) fn tensor_from_input<T: Float>(
+    input: impl TensorInput<T>,
+    pool: &mut BufferPool<T>,
+) -> Result<Tensor<T>, ErrorKind> {
     let shape = input.input_shape();
-    let mut data = pool.take(shape.size());
+    let len = checked_len::<T>(shape.slice())?;
+    let mut data =
+        pool.try_take(len).ok_or_else(|| ErrorKind::TooLarge { shape: shape.slice().to_vec(), reason: ALLOCATION })?;
     input.copy_into(&mut data);
-    Tensor::new(shape, data)
+    Ok(Tensor::new(shape, data))
 }

@@ -9,18 +9,25 @@ use std::fmt;
 /// nodes it belongs to, so a handle from another tape, or one whose node was
 /// dropped by [`Tape::reset_to`](crate::Tape::reset_to), is reported as an
 /// error instead of silently reading whatever node now sits at its index.
+///
+/// **The guarantee does not wear out.** Tape ids and generations are `u64`
+/// counters: a new tape takes the next id of one process-wide counter, and
+/// each `reset_to` advances its tape's generation by one. Neither wraps in
+/// practice (at one tape or one reset per nanosecond, 2^64 takes 584 years),
+/// so no number of tapes or resets can make an old handle match a new node.
+/// Node indices are `usize`, so no tape is too long for its handles either.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Var {
-    pub(crate) tape: u32,
-    pub(crate) generation: u32,
-    pub(crate) index: u32,
+    pub(crate) tape: u64,
+    pub(crate) generation: u64,
+    pub(crate) index: usize,
 }
 
 impl Var {
     /// The index no node ever has: the handle returned by an op that failed.
-    const POISONED_INDEX: u32 = u32::MAX;
+    const POISONED_INDEX: usize = usize::MAX;
 
-    pub(crate) fn poisoned(tape: u32) -> Var {
+    pub(crate) fn poisoned(tape: u64) -> Var {
         Var { tape, generation: 0, index: Self::POISONED_INDEX }
     }
 
@@ -32,7 +39,7 @@ impl Var {
 
     /// The node's position on its tape (creation order).
     pub fn index(self) -> usize {
-        self.index as usize
+        self.index
     }
 }
 
@@ -48,11 +55,16 @@ impl fmt::Debug for Var {
 
 /// A point on a tape returned by [`Tape::mark`](crate::Tape::mark):
 /// [`Tape::reset_to`](crate::Tape::reset_to) drops every node made after it.
+///
+/// A mark names its tape and generation with the same `u64` counters as
+/// [`Var`], so a mark from another tape, or one an earlier `reset_to`
+/// already went back past, is always recognised, however many tapes and
+/// resets came before.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Mark {
-    pub(crate) tape: u32,
-    pub(crate) len: u32,
-    pub(crate) generation: u32,
+    pub(crate) tape: u64,
+    pub(crate) len: usize,
+    pub(crate) generation: u64,
     /// Whether the tape already held an error when the mark was taken: such
     /// an error belongs to the earlier episode and survives `reset_to`.
     pub(crate) poisoned: bool,
@@ -61,7 +73,7 @@ pub struct Mark {
 impl Mark {
     /// The number of nodes the tape held when the mark was taken.
     pub fn len(self) -> usize {
-        self.len as usize
+        self.len
     }
 
     /// True when the mark was taken on an empty tape.

@@ -2,8 +2,30 @@
 //! central finite-difference gradient check in f64, and tolerance checks.
 #![allow(dead_code)] // each test binary uses a different subset
 
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
 use grad_runtime::{Tape, Var};
 use ndarray::{ArrayD, IxDyn};
+
+/// Runs `f` on its own thread and fails the test if it has not finished
+/// after `limit`: a hang is reported as a failure naming `what`, not a CI
+/// run that never ends. A panic in `f` is passed on as it is.
+pub fn within<R: Send + 'static>(limit: Duration, what: &str, f: impl FnOnce() -> R + Send + 'static) -> R {
+    let (done, result) = mpsc::channel();
+    let worker = thread::spawn(move || {
+        let _ = done.send(f());
+    });
+    match result.recv_timeout(limit) {
+        Ok(value) => value,
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("{what} did not finish within {limit:?}: a hang"),
+        Err(mpsc::RecvTimeoutError::Disconnected) => match worker.join() {
+            Err(panic) => std::panic::resume_unwind(panic),
+            Ok(()) => unreachable!("the worker ended without a result"),
+        },
+    }
+}
 
 /// The runtime's seeded generator plus the array helpers the tests need.
 pub struct Rng(grad_runtime::Rng);

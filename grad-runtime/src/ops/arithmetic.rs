@@ -63,7 +63,7 @@ fn binary<T: Float>(
     let Some(shape) = broadcast_shapes(tp.shape(a), tp.shape(b)) else {
         return tp.fail(name, ErrorKind::Broadcast, &[a, b], location);
     };
-    let mut out = tp.output(shape);
+    let Some(mut out) = tp.output(name, shape, &[a, b], location) else { return tp.poisoned_var() };
     let (va, vb) = (tp.value_of(a), tp.value_of(b));
     zip_broadcast((&va.data, va.shape()), (&vb.data, vb.shape()), &mut out.data, out.shape.slice(), f);
     tp.push(op(a, b), out)

@@ -30,7 +30,17 @@ impl AxisLanes {
     /// Calls `f(lane, start)` for every lane: `lane` numbers the lanes in
     /// row-major order of the reduced shape, `start` is the offset of the
     /// lane's first element; its elements are at `start + j * inner`.
+    ///
+    /// Calls nothing when the tensor is empty (any of `outer`, `len`,
+    /// `inner` is 0), so the walk is never longer than the tensor: a shape
+    /// like `[2^40, 0, 2^20]` has 2^60 empty lanes, and walking them would
+    /// never end. A caller that needs a result for lanes of length 0 (a sum
+    /// over an empty axis) makes it itself, as `sum_lanes` does; the others
+    /// (max, min, argmax) refuse an empty axis.
     pub(crate) fn for_each(&self, mut f: impl FnMut(usize, usize)) {
+        if self.is_empty() {
+            return;
+        }
         for o in 0..self.outer {
             for i in 0..self.inner {
                 f(o * self.inner + i, o * self.len * self.inner + i);
@@ -49,7 +59,13 @@ impl AxisLanes {
     /// The scratch a call to [`rows`](AxisLanes::rows) with `N` inputs needs:
     /// none for contiguous lanes, one lane per input and output otherwise.
     pub(crate) fn scratch_len(&self, inputs: usize) -> usize {
-        if self.contiguous() { 0 } else { (inputs + 1) * self.len }
+        if self.contiguous() || self.is_empty() { 0 } else { (inputs + 1) * self.len }
+    }
+
+    /// Whether the tensor has no element (then it has no lane to visit,
+    /// however large its other dims).
+    fn is_empty(&self) -> bool {
+        self.outer == 0 || self.len == 0 || self.inner == 0
     }
 
     /// Runs `row(inputs, out)` on every lane, each given as contiguous
@@ -66,6 +82,9 @@ impl AxisLanes {
         row: impl Fn([&[T]; N], &mut [T]) + Sync,
     ) {
         let n = self.len;
+        if self.is_empty() {
+            return;
+        }
         if self.contiguous() {
             parallel::for_each_rows(out, n, |first, out_rows| {
                 for (r, out_row) in out_rows.chunks_exact_mut(n.max(1)).enumerate() {

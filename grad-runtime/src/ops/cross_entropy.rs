@@ -42,12 +42,13 @@ pub fn g_cross_entropy<T: Float>(tp: &mut Tape<T>, logits: Var, targets: &[usize
         let kind = ErrorKind::IndexOutOfRange { what: "target class", position, index, len: classes };
         return tp.fail(NAME, kind, &[logits], location);
     }
-    let mut exps = tp.scratch(classes);
+    // One row of scratch; none without rows (`classes` may then be huge).
+    let mut exps = tp.scratch(if rows == 0 { 0 } else { classes });
     let x = &tp.value_of(logits).data;
     let total =
         x.chunks_exact(classes.max(1)).zip(targets).fold(T::zero(), |sum, (row, &t)| sum + row_loss(row, t, &mut exps));
     tp.recycle(exps);
-    let mut out = tp.output(IxDyn(&[]));
+    let Some(mut out) = tp.output(NAME, IxDyn(&[]), &[logits], location) else { return tp.poisoned_var() };
     out.data[0] = total / T::from_usize(rows);
     let targets = tp.copy_indices(targets);
     tp.push(Op::CrossEntropy { logits, targets }, out)

@@ -45,7 +45,9 @@ pub fn g_dropout<T: Float>(tp: &mut Tape<T>, x: Var, p: T, rng: &mut Rng, train:
     }
     let keep_scale = T::one() / (T::one() - p);
     let p = p.to_f64();
-    let mut mask = tp.output(tp.value_of(id).shape.clone());
+    let Some(mut mask) = tp.output(NAME, tp.value_of(id).shape.clone(), &[id], location) else {
+        return tp.poisoned_var();
+    };
     for m in &mut mask.data {
         *m = if rng.uniform() < p { T::zero() } else { keep_scale };
     }

@@ -48,7 +48,7 @@ pub fn g_embedding<T: Float>(tp: &mut Tape<T>, table: Var, ids: &[usize]) -> Var
         let kind = ErrorKind::IndexOutOfRange { what: "id", position, index, len: vocabulary };
         return tp.fail(NAME, kind, &[table], location);
     }
-    let mut out = tp.output(IxDyn(&[ids.len(), dim]));
+    let Some(mut out) = tp.output(NAME, IxDyn(&[ids.len(), dim]), &[table], location) else { return tp.poisoned_var() };
     let rows = &tp.value_of(table).data;
     for (out_row, &id) in out.data.chunks_exact_mut(dim.max(1)).zip(ids) {
         out_row.copy_from_slice(&rows[id * dim..(id + 1) * dim]);

@@ -36,7 +36,9 @@ pub fn g_layer_norm<T: Float>(tp: &mut Tape<T>, x: Var, gamma: Var, beta: Var, e
         return tp.fail(NAME, kind, &[x, gamma, beta], location);
     }
     let dim = dim.unwrap_or(0).max(1);
-    let mut out = tp.output(tp.value_of(x).shape.clone());
+    let Some(mut out) = tp.output(NAME, tp.value_of(x).shape.clone(), &[x, gamma, beta], location) else {
+        return tp.poisoned_var();
+    };
     let (input, scale, shift) = (&tp.value_of(x).data, &tp.value_of(gamma).data, &tp.value_of(beta).data);
     for (row, y) in input.chunks_exact(dim).zip(out.data.chunks_exact_mut(dim)) {
         let (mean, rstd) = row_stats(row, eps);

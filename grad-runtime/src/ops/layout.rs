@@ -29,7 +29,7 @@ pub fn g_transpose<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
     }
     let mut shape = tp.value_of(x).shape.clone();
     shape.slice_mut().swap(ndim - 2, ndim - 1);
-    let mut out = tp.output(shape);
+    let Some(mut out) = tp.output(NAME, shape, &[x], location) else { return tp.poisoned_var() };
     copy_view(swap_last_two(tp.value_of(x).view()), &mut out.data);
     tp.push(Op::Transpose(x), out)
 }
@@ -46,12 +46,14 @@ pub fn g_reshape<T: Float>(tp: &mut Tape<T>, x: Var, shape: &[usize]) -> Var {
         return tp.poisoned_var();
     };
     let from = tp.value_of(x).len();
-    // A product that overflows is no element count any tensor has.
-    let to = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d)).unwrap_or(usize::MAX);
+    // A product that overflows is no element count any tensor has; a 0 makes
+    // it 0 whatever the other dims (`output` then checks the shape itself).
+    let product = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d)).unwrap_or(usize::MAX);
+    let to = if shape.contains(&0) { 0 } else { product };
     if from != to {
         return tp.fail(NAME, ErrorKind::ElementCount { from, to }, &[x], location);
     }
-    let mut out = tp.output(IxDyn(shape));
+    let Some(mut out) = tp.output(NAME, IxDyn(shape), &[x], location) else { return tp.poisoned_var() };
     out.data.copy_from_slice(&tp.value_of(x).data);
     tp.push(Op::Reshape(x), out)
 }
@@ -78,7 +80,7 @@ pub fn g_slice<T: Float>(tp: &mut Tape<T>, x: Var, starts: &[usize], stops: &[us
         return tp.fail(NAME, kind, &[x], location);
     }
     let out_shape: Vec<usize> = starts.iter().zip(stops).map(|(a, b)| b - a).collect();
-    let mut out = tp.output(IxDyn(&out_shape));
+    let Some(mut out) = tp.output(NAME, IxDyn(&out_shape), &[x], location) else { return tp.poisoned_var() };
     let input = tp.value_of(x).view();
     copy_view(input.slice_each_axis(|ax| block_of(starts, stops, ax.axis)), &mut out.data);
     tp.push(Op::Slice { x, starts: IxDyn(starts) }, out)
@@ -109,8 +111,9 @@ pub fn g_concat<T: Float>(tp: &mut Tape<T>, a: Var, b: Var, axis: usize) -> Var 
     }
     let split = sa[axis];
     let mut shape = tp.value_of(a).shape.clone();
-    shape[axis] += sb[axis];
-    let mut out = tp.output(shape);
+    // Saturates instead of overflowing: `output` then refuses the shape.
+    shape[axis] = split.saturating_add(sb[axis]);
+    let Some(mut out) = tp.output(NAME, shape, &[a, b], location) else { return tp.poisoned_var() };
     let mut view = out.view_mut();
     view.slice_axis_mut(Axis(axis), Slice::from(..split)).assign(&tp.value_of(a).view());
     view.slice_axis_mut(Axis(axis), Slice::from(split..)).assign(&tp.value_of(b).view());

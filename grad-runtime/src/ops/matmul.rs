@@ -66,7 +66,9 @@ pub fn g_bmm<T: Float>(tp: &mut Tape<T>, a: Var, b: Var) -> Var {
 }
 
 /// Plans `a @ b`, records the error if the shapes do not fit, else runs
-/// one GEMM per matrix product and appends the node.
+/// one GEMM per matrix product and appends the node (`#[track_caller]`, so
+/// the node remembers the op's caller).
+#[track_caller]
 fn product<T: Float>(
     tp: &mut Tape<T>,
     name: &'static str,
@@ -79,7 +81,7 @@ fn product<T: Float>(
         Ok(plan) => plan,
         Err(kind) => return tp.fail(name, kind, &[a, b], location),
     };
-    let mut out = tp.output(plan.out_shape.clone());
+    let Some(mut out) = tp.output(name, plan.out_shape.clone(), &[a, b], location) else { return tp.poisoned_var() };
     let (va, vb) = (&tp.value_of(a).data, &tp.value_of(b).data);
     let (m, k, n) = (plan.m, plan.k, plan.n);
     plan.for_each_product(tp.shape(a), tp.shape(b), |ia, ib, io| {
@@ -132,6 +134,12 @@ impl Plan {
             f(0, 0, 0);
             return;
         };
+        // Empty products write nothing (forward) and add nothing (backward,
+        // into zeroed buffers): never walk a batch of them, which may be
+        // huge (a [2^40, 0, 3] stack holds no element).
+        if m * n == 0 {
+            return;
+        }
         let strides_a = broadcast_strides(&sa[..sa.len() - 2], batch.slice());
         let strides_b = broadcast_strides(&sb[..sb.len() - 2], batch.slice());
         for_each_offset(batch.slice(), [strides_a.slice(), strides_b.slice()], |i, [ia, ib]| {

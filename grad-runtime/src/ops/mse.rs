@@ -34,7 +34,7 @@ pub fn g_mse<T: Float>(tp: &mut Tape<T>, y: Var, t: Var) -> Var {
     }
     let mean = sum_slice(&squares) / T::from_usize(squares.len());
     tp.recycle(squares);
-    let mut out = tp.output(IxDyn(&[]));
+    let Some(mut out) = tp.output(NAME, IxDyn(&[]), &[y, t], location) else { return tp.poisoned_var() };
     out.data[0] = mean;
     tp.push(Op::Mse(y, t), out)
 }

@@ -42,7 +42,7 @@ fn reduce_all<T: Float>(
     };
     let input = &tp.value_of(x).data;
     let result = finish(sum_slice(input), input.len());
-    let mut out = tp.output(IxDyn(&[]));
+    let Some(mut out) = tp.output(name, IxDyn(&[]), &[x], Location::caller()) else { return tp.poisoned_var() };
     out.data[0] = result;
     tp.push(op(x), out)
 }
@@ -204,7 +204,8 @@ fn reduce_axis<T: Float>(tp: &mut Tape<T>, reduction: Reduction, x: Var, axis: i
         return tp.fail(name, ErrorKind::EmptyReduction { axis: axis_index }, &[x], location);
     }
     let lanes = AxisLanes::new(tp.shape(x), axis_index);
-    let mut out = tp.output(reduced_shape(tp.shape(x), axis_index, keepdim));
+    let shape = reduced_shape(tp.shape(x), axis_index, keepdim);
+    let Some(mut out) = tp.output(name, shape, &[x], location) else { return tp.poisoned_var() };
     reduction.forward(&tp.value_of(x).data, lanes, &mut out.data);
     tp.push(reduction.op(x, axis_index), out)
 }
@@ -221,6 +222,10 @@ fn sum_lanes<T: Float>(x: &[T], lanes: AxisLanes, out: &mut [T], scale: T) {
         return;
     }
     // Strided lanes: accumulate whole rows of `inner` elements (vectorizes).
+    // No lanes, nothing to write: never walk `outer` and `len` for nothing.
+    if out.is_empty() {
+        return;
+    }
     out.fill(T::zero());
     for o in 0..lanes.outer {
         let out_row = &mut out[o * lanes.inner..(o + 1) * lanes.inner];

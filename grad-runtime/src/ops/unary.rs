@@ -410,7 +410,8 @@ fn unary<T: Float>(tp: &mut Tape<T>, x: Var, function: Unary<T>) -> Var {
     let Some([x]) = tp.resolve(function.name(), [x], Location::caller()) else {
         return tp.poisoned_var();
     };
-    let mut out = tp.output(tp.value_of(x).shape.clone());
+    let (name, location) = (function.name(), Location::caller());
+    let Some(mut out) = tp.output(name, tp.value_of(x).shape.clone(), &[x], location) else { return tp.poisoned_var() };
     with_function!(function, f => forward(f, &tp.value_of(x).data, &mut out.data));
     tp.push(Op::Unary(x, function), out)
 }

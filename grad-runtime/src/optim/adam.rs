@@ -158,7 +158,10 @@ impl<T: Float> Adam<T> {
     ///
     /// Errors, with nothing updated and the step count unchanged: the tape
     /// is poisoned, a parameter is not a live node of `tape` (another tape,
-    /// or dropped by `reset_to`), or a configuration argument was invalid.
+    /// or dropped by `reset_to`), a gradient holds a NaN or an infinity
+    /// ([`ErrorKind::NonFiniteGradient`](crate::ErrorKind::NonFiniteGradient),
+    /// naming the parameter: skip the batch, as a loss scaler would), or a
+    /// configuration argument was invalid.
     #[track_caller]
     #[must_use = "a refused step updated nothing: handle the error"]
     pub fn step(&mut self, tape: &mut Tape<T>) -> Result<(), GradError> {

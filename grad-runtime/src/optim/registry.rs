@@ -12,6 +12,7 @@ use std::collections::HashSet;
 use std::panic::Location;
 
 use crate::error::{ErrorKind, GradError};
+use crate::finite::{describe, first_non_finite};
 use crate::{Float, Tape, Var};
 
 /// One registered parameter.
@@ -262,11 +263,13 @@ impl Registry {
     }
 
     /// Phase one of a step: refuses a misconfigured optimizer, a poisoned
-    /// tape, and a parameter that is no longer a live node of `tape` (a
-    /// different tape, or dropped by `reset_to`), and a parameter of the
-    /// tape that has a gradient but no optimizer (`claims.rs`); then advances the step
-    /// count and returns the clip scale (one when clipping is off or the
-    /// norm is within bounds). Nothing is changed when it fails.
+    /// tape, a parameter that is no longer a live node of `tape` (a
+    /// different tape, or dropped by `reset_to`), a parameter of the tape
+    /// that has a gradient but no optimizer (`claims.rs`), and a gradient
+    /// holding a NaN or an infinity (always, not only in anomaly mode: as a
+    /// mixed-precision loss scaler skips such a step); then advances the
+    /// step count and returns the clip scale (one when clipping is off or
+    /// the norm is within bounds). Nothing is changed when it fails.
     pub(crate) fn begin_step<T: Float>(
         &mut self,
         op: &'static str,
@@ -282,6 +285,15 @@ impl Registry {
             tape.check_or_error(op, entry.var, location)?;
         }
         tape.claims().check(op, tape, location)?;
+        for entry in &self.entries {
+            let node = entry.var.index();
+            let Some((position, bad)) = tape.grad_of(node).and_then(|grad| first_non_finite(&grad.data)) else {
+                continue;
+            };
+            let parameter = entry.name.as_str().into();
+            let kind = ErrorKind::NonFiniteGradient { parameter, value: describe(bad), position };
+            return Err(GradError::new(op, kind, vec![tape.shape(node).to_vec()], location));
+        }
         let scale = match self.max_norm {
             Some(max_norm) => clip_scale(self.global_norm(tape), max_norm),
             None => 1.0,
@@ -324,8 +336,8 @@ impl Registry {
 }
 
 /// `max_norm / norm` when the norm exceeds `max_norm`, else exactly one (no
-/// epsilon: torch's `clip_grad_norm_` divides by `norm + 1e-6`). A NaN norm
-/// is not clipped, so the NaN reaches the parameters instead of hiding.
+/// epsilon: torch's `clip_grad_norm_` divides by `norm + 1e-6`). The norm
+/// is never NaN: a step with a non-finite gradient is refused before it.
 fn clip_scale(norm: f64, max_norm: f64) -> f64 {
     if norm > max_norm { max_norm / norm } else { 1.0 }
 }

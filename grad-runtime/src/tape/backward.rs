@@ -7,6 +7,7 @@ use std::panic::Location;
 use ndarray::{ArrayBase, Data, Dimension};
 
 use crate::error::{ErrorKind, GradError};
+use crate::finite::describe;
 use crate::ops::Op;
 use crate::ops::sink::GradSink;
 use crate::{Float, Tape, Var};
@@ -23,7 +24,11 @@ impl<T: Float> Tape<T> {
     /// gradient accumulation over micro-batches one extra `backward`).
     ///
     /// Returns the tape's error if it is poisoned; parameters and their
-    /// gradients are then left untouched.
+    /// gradients are then left untouched. In anomaly mode
+    /// ([`set_detect_anomaly`](Tape::set_detect_anomaly)), the first
+    /// backward rule that makes a gradient non-finite stops the walk: the
+    /// error names that rule's op and poisons the tape, so no optimizer
+    /// step uses the partial gradients.
     #[track_caller]
     pub fn backward(&mut self, loss: Var) -> Result<(), GradError> {
         self.backward_seeded(loss, None, Location::caller())
@@ -71,6 +76,14 @@ impl<T: Float> Tape<T> {
             let shapes = vec![loss_shape.to_vec(), seed.shape().to_vec()];
             return Err(GradError::new(OP, ErrorKind::ShapeMismatch, shapes, location));
         }
+        if self.detect_anomaly()
+            && let Some(seed) = &seed
+            && let Some((position, &bad)) = seed.iter().enumerate().find(|(_, v)| !v.is_finite())
+        {
+            // The seed is the loss's gradient: anomaly mode checks it like any other.
+            let kind = ErrorKind::NonFinite { value: describe(bad), position, input: None };
+            return Err(GradError::new(OP, kind, vec![seed.shape().to_vec()], location));
+        }
 
         self.clear_intermediate_grads();
         let mut seed_data = self.pool.take(self.nodes[loss].value.len());
@@ -92,6 +105,12 @@ impl<T: Float> Tape<T> {
             let mut sink = GradSink::new(&self.nodes, &mut self.grads, &mut self.pool);
             node.op.backward(&mut sink, &g, &node.value);
             self.grads[id] = Some(g);
+            if self.detect_anomaly()
+                && let Some(error) = self.non_finite_gradient(id)
+            {
+                self.record(error.clone());
+                return Err(error);
+            }
         }
         Ok(())
     }

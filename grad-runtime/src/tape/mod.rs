@@ -1,20 +1,25 @@
 //! The tape: a single-owner arena of nodes, appended in creation order.
 //! Ops reach it through the methods at the end of this file (resolve their
 //! input handles, read values, take output buffers, push a node); the
-//! reverse walk is `backward.rs`.
+//! reverse walk is `backward.rs`, reading values and gradients out is
+//! `read.rs`, anomaly mode is `anomaly.rs`.
 
+mod anomaly;
 mod backward;
+mod read;
 
 use std::fmt;
 use std::panic::Location;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use ndarray::{ArrayViewD, Dimension, IxDyn};
+use ndarray::{Dimension, IxDyn};
 
 use crate::claims::Claims;
 use crate::error::{ErrorKind, GradError, ShapeDisplay};
 use crate::ops::Op;
 use crate::pool::BufferPool;
+use crate::size::{ALLOCATION, checked_len};
 use crate::tensor::{Tensor, TensorInput, tensor_from_input};
 use crate::{Float, Mark, Var};
 
@@ -22,13 +27,14 @@ use crate::{Float, Mark, Var};
 /// nodes made from them, so reverse id order is a topological order.
 pub(crate) type NodeId = usize;
 
-static NEXT_TAPE_ID: AtomicU32 = AtomicU32::new(1);
+/// Tape ids: a `u64` never wraps, so two tapes never share an id (see [`Var`]).
+static NEXT_TAPE_ID: AtomicU64 = AtomicU64::new(1);
 
 pub(crate) struct Node<T> {
     op: Op<T>,
     pub(crate) value: Tensor<T>,
     /// The tape's generation when the node was made; a `Var` must match it.
-    generation: u32,
+    generation: u64,
     /// A parameter, or computed from one: backward visits only these.
     pub(crate) requires_grad: bool,
 }
@@ -56,11 +62,21 @@ pub(crate) struct Node<T> {
 /// Errors poison the tape instead of panicking: a bad op records the first
 /// [`GradError`], returns a poisoned `Var`, and every later op does nothing
 /// until [`reset_to`](Tape::reset_to) drops the episode that failed;
-/// [`backward`](Tape::backward) returns the error.
+/// [`backward`](Tape::backward) returns the error. Reading through a bad
+/// handle ([`value`](Tape::value), [`grad`](Tape::grad), [`scalar`](Tape::scalar))
+/// poisons the tape the same way.
+///
+/// A tape is `Send + Sync`: it can move to another thread, or be shared
+/// read-only between threads.
 pub struct Tape<T: Float = f32> {
-    id: u32,
-    generation: u32,
+    id: u64,
+    generation: u64,
     nodes: Vec<Node<T>>,
+    /// Where each node's op was called: what anomaly mode names when a
+    /// node's backward rule makes a gradient non-finite. Beside `nodes`,
+    /// not in `Node`, which stays within 128 bytes (moved inline, not by a
+    /// `memcpy` call: W2 measured the difference).
+    locations: Vec<&'static Location<'static>>,
     /// One gradient slot per node, apart from `nodes` so that backward can
     /// read values while it writes gradients. `None` means zeros.
     grads: Vec<Option<Tensor<T>>>,
@@ -72,6 +88,12 @@ pub struct Tape<T: Float = f32> {
     error: Option<GradError>,
     /// The parameters some optimizer registered (or `freeze` fixed).
     claims: Claims,
+    /// The first read through a bad handle by `value` or `scalar`, which
+    /// take `&self`: kept here (a `OnceLock`, so the tape stays `Sync`)
+    /// until the next op, `is_ok`, `error` or `backward` reports it.
+    misuse: OnceLock<GradError>,
+    /// Anomaly mode: see [`set_detect_anomaly`](Tape::set_detect_anomaly).
+    detect_anomaly: bool,
 }
 
 impl<T: Float> Default for Tape<T> {
@@ -87,85 +109,40 @@ impl<T: Float> Tape<T> {
             id: NEXT_TAPE_ID.fetch_add(1, Ordering::Relaxed),
             generation: 0,
             nodes: Vec::new(),
+            locations: Vec::new(),
             grads: Vec::new(),
             pool: BufferPool::new(),
             index_pool: BufferPool::new(),
             zeros: Vec::new(),
             error: None,
             claims: Claims::default(),
+            misuse: OnceLock::new(),
+            detect_anomaly: false,
         }
     }
 
     /// Copies `t` onto the tape as a trainable parameter: backward computes
     /// its gradient and optimizers update it in place.
+    ///
+    /// A [`TensorInput`] whose shape no tensor can have (see
+    /// [`ErrorKind::TooLarge`]) poisons the tape and gives a poisoned `Var`.
+    #[track_caller]
     pub fn param(&mut self, t: impl TensorInput<T>) -> Var {
-        let value = tensor_from_input(t, &mut self.pool);
-        self.push(Op::Param, value)
+        self.copy_in("Tape::param", Op::Param, t)
     }
 
     /// Copies `t` onto the tape as a constant (inputs, targets): no gradient
     /// is computed for it or for anything computed from constants alone.
+    #[track_caller]
     pub fn constant(&mut self, t: impl TensorInput<T>) -> Var {
-        let value = tensor_from_input(t, &mut self.pool);
-        self.push(Op::Constant, value)
+        self.copy_in("Tape::constant", Op::Constant, t)
     }
 
-    /// The value of `v`, borrowed from the tape.
-    ///
-    /// A handle that names no node (poisoned, stale or from another tape)
-    /// gives an empty view of shape `[0]`; [`try_value`](Tape::try_value)
-    /// says why.
-    pub fn value(&self, v: Var) -> ArrayViewD<'_, T> {
-        match self.check(v) {
-            Ok(id) => self.nodes[id].value.view(),
-            Err(_) => empty_view(),
-        }
-    }
-
-    /// The value of `v`, or why the handle names no node.
     #[track_caller]
-    pub fn try_value(&self, v: Var) -> Result<ArrayViewD<'_, T>, GradError> {
-        let id = self.check_or_error("Tape::value", v, Location::caller())?;
-        Ok(self.nodes[id].value.view())
-    }
-
-    /// The gradient of the last [`backward`](Tape::backward) with respect to
-    /// `v`, borrowed from the tape; zeros (of `v`'s shape) if backward never
-    /// reached `v`. A bad handle gives an empty view, as in [`value`](Tape::value).
-    pub fn grad(&mut self, v: Var) -> ArrayViewD<'_, T> {
-        match self.check(v) {
-            Ok(id) => self.grad_view(id),
-            Err(_) => empty_view(),
-        }
-    }
-
-    /// The gradient of `v`, or why the handle names no node.
-    #[track_caller]
-    pub fn try_grad(&mut self, v: Var) -> Result<ArrayViewD<'_, T>, GradError> {
-        let id = self.check_or_error("Tape::grad", v, Location::caller())?;
-        Ok(self.grad_view(id))
-    }
-
-    /// The single element of a one-element value (a loss); NaN if `v` holds
-    /// more than one element or names no node ([`try_scalar`](Tape::try_scalar) says why).
-    pub fn scalar(&self, v: Var) -> T {
-        match self.check(v) {
-            Ok(id) if self.nodes[id].value.len() == 1 => self.nodes[id].value.data[0],
-            _ => T::nan(),
-        }
-    }
-
-    /// The single element of a one-element value, or an error naming its shape.
-    #[track_caller]
-    pub fn try_scalar(&self, v: Var) -> Result<T, GradError> {
-        let location = Location::caller();
-        let id = self.check_or_error("Tape::scalar", v, location)?;
-        let value = &self.nodes[id].value;
-        if value.len() == 1 {
-            Ok(value.data[0])
-        } else {
-            let kind = ErrorKind::NotScalar { elements: value.len() };
-            Err(GradError::new("Tape::scalar", kind, vec![value.shape().to_vec()], location))
+    fn copy_in(&mut self, name: &'static str, op: Op<T>, t: impl TensorInput<T>) -> Var {
+        match tensor_from_input(t, &mut self.pool) {
+            Ok(value) => self.push(op, value),
+            Err(kind) => self.fail(name, kind, &[], Location::caller()),
         }
     }
 
@@ -183,18 +160,14 @@ impl<T: Float> Tape<T> {
     /// registered, and passed to [`reset_to`](Tape::reset_to) after every
     /// training step.
     pub fn mark(&self) -> Mark {
-        Mark {
-            tape: self.id,
-            len: self.nodes.len() as u32,
-            generation: self.generation,
-            poisoned: self.error.is_some(),
-        }
+        Mark { tape: self.id, len: self.nodes.len(), generation: self.generation, poisoned: !self.is_ok() }
     }
 
     /// Rewinds the tape to `mark`: drops every later node (their buffers are
     /// kept for reuse, and the arena keeps its capacity), clears every
-    /// surviving gradient, and clears an error raised after the mark.
-    /// Values of surviving nodes (the parameters) are untouched.
+    /// surviving gradient, and clears an error raised after the mark (a
+    /// failed op, a read through a bad handle, a non-finite value found by
+    /// anomaly mode). Values of surviving nodes (the parameters) are untouched.
     ///
     /// Handles to dropped nodes become stale: using one is an error, never
     /// a read of whichever node later takes its place. A mark from another
@@ -220,24 +193,31 @@ impl<T: Float> Tape<T> {
                 self.index_pool.give(indices);
             }
         }
+        self.locations.truncate(keep);
         for grad in self.grads.drain(keep..).flatten() {
             self.pool.give(grad.data);
         }
         self.clear_grads();
-        self.generation = self.generation.wrapping_add(1);
+        // A u64: no program resets 2^64 times (see `Var`), so a handle to a
+        // dropped node can never match a later one.
+        self.generation += 1;
         if !mark.poisoned {
             self.error = None;
+            self.misuse.take();
         }
     }
 
-    /// True until an op fails; see [`error`](Tape::error).
+    /// True until an op fails or a handle is misused; see [`error`](Tape::error).
     pub fn is_ok(&self) -> bool {
-        self.error.is_none()
+        self.error().is_none()
     }
 
-    /// The first error raised since the tape was last reset past it.
+    /// The first error raised since the tape was last reset past it: a
+    /// failed op, a read of [`value`](Tape::value), [`grad`](Tape::grad) or
+    /// [`scalar`](Tape::scalar) through a bad handle, or a non-finite value
+    /// found by anomaly mode.
     pub fn error(&self) -> Option<&GradError> {
-        self.error.as_ref()
+        self.error.as_ref().or_else(|| self.misuse.get())
     }
 
     /// Records `error` unless the tape already holds one (the first error
@@ -279,7 +259,7 @@ impl<T: Float> Tape<T> {
         vars: [Var; N],
         location: &'static Location<'static>,
     ) -> Option<[NodeId; N]> {
-        if self.error.is_some() {
+        if !self.is_ok() {
             return None;
         }
         let mut ids = [0; N];
@@ -315,23 +295,43 @@ impl<T: Float> Tape<T> {
     }
 
     pub(crate) fn record(&mut self, error: GradError) {
-        if self.error.is_none() {
+        if self.is_ok() {
             self.error = Some(error);
         }
     }
 
-    /// Appends a node and returns its handle.
+    /// Appends a node and returns its handle; in anomaly mode, an output
+    /// holding a NaN or an infinity poisons the tape instead. `#[track_caller]`
+    /// like every op: the node remembers where its op was called.
+    #[track_caller]
     pub(crate) fn push(&mut self, op: Op<T>, value: Tensor<T>) -> Var {
+        let location = Location::caller();
+        if self.detect_anomaly
+            && let Some(error) = self.non_finite_output(&op, &value, location)
+        {
+            self.discard(op, value);
+            self.record(error);
+            return self.poisoned_var();
+        }
         let requires_grad = matches!(op, Op::Param) || op.inputs().any(|id| self.nodes[id].requires_grad);
-        let index = self.nodes.len() as u32;
+        let index = self.nodes.len();
         self.nodes.push(Node { op, value, generation: self.generation, requires_grad });
+        self.locations.push(location);
         self.grads.push(None);
         Var { tape: self.id, generation: self.generation, index }
     }
 
     /// The handle of the live node `id`.
     pub(crate) fn var_at(&self, id: NodeId) -> Var {
-        Var { tape: self.id, generation: self.nodes[id].generation, index: id as u32 }
+        Var { tape: self.id, generation: self.nodes[id].generation, index: id }
+    }
+
+    /// Hands the buffers of a node that will not be pushed back to the pools.
+    fn discard(&mut self, op: Op<T>, value: Tensor<T>) {
+        self.pool.give(value.data);
+        if let Some(indices) = op.into_indices() {
+            self.index_pool.give(indices);
+        }
     }
 
     pub(crate) fn shape(&self, id: NodeId) -> &[usize] {
@@ -349,7 +349,7 @@ impl<T: Float> Tape<T> {
     }
 
     /// The generation a live node was made in.
-    pub(crate) fn generation_of(&self, id: NodeId) -> u32 {
+    pub(crate) fn generation_of(&self, id: NodeId) -> u64 {
         self.nodes[id].generation
     }
 
@@ -385,10 +385,30 @@ impl<T: Float> Tape<T> {
         self.pool.give(buffer);
     }
 
-    /// An output buffer of `shape` with unspecified contents, from the pool.
-    pub(crate) fn output(&mut self, shape: IxDyn) -> Tensor<T> {
-        let data = self.pool.take(shape.size());
-        Tensor::new(shape, data)
+    /// An output buffer of `shape` with unspecified contents, from the pool;
+    /// or, for a shape no tensor can have or memory cannot hold, `None`
+    /// after recording the error ([`ErrorKind::TooLarge`], naming `op`, its
+    /// `inputs`' shapes and `location`). Every op takes its output here,
+    /// after its own checks and before its kernel: the one place that keeps
+    /// every tensor on the tape within ndarray's and the allocator's limits.
+    pub(crate) fn output(
+        &mut self,
+        op: &'static str,
+        shape: IxDyn,
+        inputs: &[NodeId],
+        location: &'static Location<'static>,
+    ) -> Option<Tensor<T>> {
+        let data = checked_len::<T>(shape.slice()).and_then(|len| {
+            let refused = || ErrorKind::TooLarge { shape: shape.slice().to_vec(), reason: ALLOCATION };
+            self.pool.try_take(len).ok_or_else(refused)
+        });
+        match data {
+            Ok(data) => Some(Tensor::new(shape, data)),
+            Err(kind) => {
+                self.fail(op, kind, inputs, location);
+                None
+            }
+        }
     }
 
     /// A pooled copy of an op's integer payload.
@@ -403,18 +423,6 @@ impl<T: Float> Tape<T> {
         for grad in self.grads.iter_mut().filter_map(Option::take) {
             self.pool.give(grad.data);
         }
-    }
-
-    fn grad_view(&mut self, id: NodeId) -> ArrayViewD<'_, T> {
-        if let Some(grad) = &self.grads[id] {
-            return grad.view();
-        }
-        let value = &self.nodes[id].value;
-        if self.zeros.len() < value.len() {
-            self.zeros.resize(value.len(), T::zero());
-        }
-        ArrayViewD::from_shape(value.shape.clone(), &self.zeros[..value.len()])
-            .expect("invariant: the zeros buffer was just sized to the node")
     }
 
     fn mark_is_live(&self, mark: Mark) -> bool {
@@ -442,13 +450,9 @@ impl<T: Float> fmt::Debug for Tape<T> {
         for (index, node) in self.nodes.iter().enumerate() {
             writeln!(f, "    #{index} {} {}", node.op.name(), ShapeDisplay(node.value.shape()))?;
         }
-        if let Some(error) = &self.error {
+        if let Some(error) = self.error() {
             writeln!(f, "    poisoned: {error}")?;
         }
         write!(f, "}}")
     }
-}
-
-fn empty_view<'a, T>() -> ArrayViewD<'a, T> {
-    ArrayViewD::from_shape(IxDyn(&[0]), &[]).expect("invariant: an empty shape fits an empty slice")
 }

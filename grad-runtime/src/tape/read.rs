@@ -1,0 +1,126 @@
+//! Reading values and gradients out of the tape. A read through a handle
+//! that names no node (stale, foreign, poisoned), or `scalar` of a value
+//! that is not one element, still returns (an empty view, NaN: the
+//! signatures are the design's contract) but is never silent: it poisons
+//! the tape like a failed op, so `is_ok`, the next op, `backward` and every
+//! optimizer step report it. The `try_*` forms return the error instead.
+
+use std::panic::Location;
+
+use ndarray::{ArrayViewD, IxDyn};
+
+use crate::error::{ErrorKind, GradError};
+use crate::tape::NodeId;
+use crate::{Float, Tape, Var};
+
+impl<T: Float> Tape<T> {
+    /// The value of `v`, borrowed from the tape.
+    ///
+    /// A handle that names no node (poisoned, stale or from another tape)
+    /// gives an empty view of shape `[0]` and poisons the tape with the
+    /// reason, as a failed op would: [`is_ok`](Tape::is_ok) turns false and
+    /// the next op, [`backward`](Tape::backward) and optimizer step report
+    /// it. [`try_value`](Tape::try_value) returns the reason instead.
+    ///
+    /// ```
+    /// use grad_runtime::{ErrorKind, Tape};
+    /// use ndarray::array;
+    ///
+    /// let mut tape = Tape::<f32>::new();
+    /// let mark = tape.mark();
+    /// let x = tape.constant(array![1.0, 2.0]);
+    /// tape.reset_to(mark); // x is now stale
+    /// assert_eq!(tape.value(x).len(), 0);
+    /// assert_eq!(tape.error().unwrap().kind(), &ErrorKind::StaleVar);
+    /// ```
+    #[track_caller]
+    pub fn value(&self, v: Var) -> ArrayViewD<'_, T> {
+        match self.check_or_misuse("Tape::value", v, Location::caller()) {
+            Some(id) => self.nodes[id].value.view(),
+            None => empty_view(),
+        }
+    }
+
+    /// The value of `v`, or why the handle names no node (the tape is not poisoned).
+    #[track_caller]
+    pub fn try_value(&self, v: Var) -> Result<ArrayViewD<'_, T>, GradError> {
+        let id = self.check_or_error("Tape::value", v, Location::caller())?;
+        Ok(self.nodes[id].value.view())
+    }
+
+    /// The gradient of the last [`backward`](Tape::backward) with respect to
+    /// `v`, borrowed from the tape; zeros (of `v`'s shape) if backward never
+    /// reached `v`. A bad handle gives an empty view and poisons the tape,
+    /// as in [`value`](Tape::value).
+    #[track_caller]
+    pub fn grad(&mut self, v: Var) -> ArrayViewD<'_, T> {
+        match self.check_or_misuse("Tape::grad", v, Location::caller()) {
+            Some(id) => self.grad_view(id),
+            None => empty_view(),
+        }
+    }
+
+    /// The gradient of `v`, or why the handle names no node (the tape is not poisoned).
+    #[track_caller]
+    pub fn try_grad(&mut self, v: Var) -> Result<ArrayViewD<'_, T>, GradError> {
+        let id = self.check_or_error("Tape::grad", v, Location::caller())?;
+        Ok(self.grad_view(id))
+    }
+
+    /// The single element of a one-element value (a loss). NaN if `v` holds
+    /// more than one element or names no node, and the tape is then
+    /// poisoned with the reason, as in [`value`](Tape::value);
+    /// [`try_scalar`](Tape::try_scalar) returns the reason instead.
+    #[track_caller]
+    pub fn scalar(&self, v: Var) -> T {
+        self.try_scalar(v).unwrap_or_else(|error| {
+            self.note_misuse(error);
+            T::nan()
+        })
+    }
+
+    /// The single element of a one-element value, or an error naming its
+    /// shape (the tape is not poisoned).
+    #[track_caller]
+    pub fn try_scalar(&self, v: Var) -> Result<T, GradError> {
+        let location = Location::caller();
+        let id = self.check_or_error("Tape::scalar", v, location)?;
+        let value = &self.nodes[id].value;
+        if value.len() == 1 {
+            Ok(value.data[0])
+        } else {
+            let kind = ErrorKind::NotScalar { elements: value.len() };
+            Err(GradError::new("Tape::scalar", kind, vec![value.shape().to_vec()], location))
+        }
+    }
+
+    /// The node `v` names, or `None` after noting the misuse.
+    fn check_or_misuse(&self, op: &'static str, v: Var, location: &'static Location<'static>) -> Option<NodeId> {
+        self.check_or_error(op, v, location).map_err(|error| self.note_misuse(error)).ok()
+    }
+
+    /// Poisons the tape through `&self`: the first misuse is kept in a
+    /// `OnceLock` (thread-safe, so the tape stays `Sync`) unless the tape
+    /// already holds an earlier error.
+    fn note_misuse(&self, error: GradError) {
+        if self.is_ok() {
+            let _ = self.misuse.set(error);
+        }
+    }
+
+    fn grad_view(&mut self, id: NodeId) -> ArrayViewD<'_, T> {
+        if let Some(grad) = &self.grads[id] {
+            return grad.view();
+        }
+        let value = &self.nodes[id].value;
+        if self.zeros.len() < value.len() {
+            self.zeros.resize(value.len(), T::zero());
+        }
+        ArrayViewD::from_shape(value.shape.clone(), &self.zeros[..value.len()])
+            .expect("invariant: the zeros buffer was just sized to the node, whose shape was checked when it was made")
+    }
+}
+
+fn empty_view<'a, T>() -> ArrayViewD<'a, T> {
+    ArrayViewD::from_shape(IxDyn(&[0]), &[]).expect("invariant: an empty shape fits an empty slice")
+}

@@ -1,0 +1,572 @@
+//! Random graphs of the runtime's differentiable ops, for the property
+//! tests (`property_graphs.rs`, `faults.rs`).
+//!
+//! proptest draws a list of raw choices (numbers); [`Graph::build`] reads
+//! them into a valid graph over random shapes: operands picked among the
+//! earlier nodes (so values fan out), broadcasting partners made up as new
+//! parameters, and the small steps an op needs to apply (a reshape to 2-D
+//! before a matmul, `x·x + 0.5` before a log) written into the graph as
+//! steps of their own. Shrinking removes and lowers raw choices, so a
+//! failure shrinks to a short graph, printed as one op per line.
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::fmt;
+
+use grad_runtime::*;
+use ndarray::{ArrayD, IxDyn};
+use proptest::prelude::{Strategy, any, prop};
+
+/// Case counts are multiplied by this environment variable (default 1):
+/// `GRAD_PROPTEST_SCALE=100` runs 100 times as many random graphs.
+pub fn scaled(cases: u32) -> u32 {
+    let scale = std::env::var("GRAD_PROPTEST_SCALE").ok().and_then(|s| s.parse::<u32>().ok()).unwrap_or(1);
+    cases.saturating_mul(scale.max(1))
+}
+
+/// One node of a graph: a new parameter, or an op on earlier nodes (by index).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    Param(Vec<usize>),
+    Add(usize, usize),
+    Sub(usize, usize),
+    Mul(usize, usize),
+    Div(usize, usize),
+    Unary(&'static str, usize),
+    Adds(usize, f64),
+    Muls(usize, f64),
+    Pow(usize, f64),
+    LeakyRelu(usize, f64),
+    Clamp(usize, f64, f64),
+    Sum(usize),
+    Mean(usize),
+    ReduceAxis(&'static str, usize, isize, bool),
+    MatMul(usize, usize),
+    Bmm(usize, usize),
+    Transpose(usize),
+    Reshape(usize, Vec<usize>),
+    Slice(usize, Vec<usize>, Vec<usize>),
+    Concat(usize, usize, usize),
+    Softmax(usize, isize),
+    LogSoftmax(usize, isize),
+    Mse(usize, usize),
+    CrossEntropy(usize, Vec<usize>),
+    Embedding(usize, Vec<usize>),
+    LayerNorm(usize, usize, usize),
+    Dropout(usize, f64, u64),
+}
+
+/// The unary ops without a parameter (their `g_*` name without `g_`).
+const UNARY: [&str; 11] = ["neg", "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "abs", "gelu", "silu", "softplus"];
+
+/// A graph: its steps (parameters included), each node's shape, and the
+/// seed its parameter values are drawn from.
+#[derive(Clone, PartialEq)]
+pub struct Graph {
+    pub steps: Vec<Step>,
+    pub shapes: Vec<Vec<usize>>,
+    pub seed: u64,
+}
+
+/// One raw choice: an op kind and three numbers it reads as it needs.
+pub type Raw = (u8, u16, u16, u16);
+
+/// Random graphs of up to `max_ops` raw ops.
+pub fn graphs(max_ops: usize) -> impl Strategy<Value = Graph> {
+    (prop::collection::vec(any::<Raw>(), 1..=max_ops), any::<u64>(), prop::collection::vec(any::<u16>(), 1..=3))
+        .prop_map(|(raw, seed, leaves)| Graph::build(&raw, &leaves, seed))
+}
+
+impl Graph {
+    /// Reads raw choices into a valid graph: `leaves` make the first
+    /// parameters' shapes, each of `raw` one op (with the steps it needs).
+    pub fn build(raw: &[Raw], leaves: &[u16], seed: u64) -> Graph {
+        let mut g = Graph { steps: Vec::new(), shapes: Vec::new(), seed };
+        for &l in leaves {
+            g.param(small_shape(l));
+        }
+        for &(kind, r1, r2, r3) in raw {
+            g.op(kind, r1 as usize, r2 as usize, r3 as usize);
+        }
+        g
+    }
+
+    fn push(&mut self, step: Step, shape: Vec<usize>) -> usize {
+        self.steps.push(step);
+        self.shapes.push(shape);
+        self.steps.len() - 1
+    }
+
+    fn param(&mut self, shape: Vec<usize>) -> usize {
+        self.push(Step::Param(shape.clone()), shape)
+    }
+
+    fn len_of(&self, x: usize) -> usize {
+        self.shapes[x].iter().product()
+    }
+
+    /// `x` as a matrix: reshaped to `[rows, last]` if it is not 2-D.
+    fn as_matrix(&mut self, x: usize) -> usize {
+        let shape = self.shapes[x].clone();
+        match shape.len() {
+            2 => x,
+            0 | 1 => self.push(Step::Reshape(x, vec![1, self.len_of(x)]), vec![1, self.len_of(x)]),
+            _ => {
+                let last = shape[shape.len() - 1];
+                let target = vec![self.len_of(x) / last, last];
+                self.push(Step::Reshape(x, target.clone()), target)
+            }
+        }
+    }
+
+    /// `x` with at least one dim (a scalar becomes `[1]`).
+    fn at_least_1d(&mut self, x: usize) -> usize {
+        if self.shapes[x].is_empty() { self.push(Step::Reshape(x, vec![1]), vec![1]) } else { x }
+    }
+
+    /// `x · x + 0.5`: strictly positive, for log, sqrt, a divisor, a fractional power.
+    fn positive(&mut self, x: usize) -> usize {
+        let shape = self.shapes[x].clone();
+        let square = self.push(Step::Mul(x, x), shape.clone());
+        self.push(Step::Adds(square, 0.5), shape)
+    }
+
+    fn op(&mut self, kind: u8, r1: usize, r2: usize, r3: usize) {
+        let n = self.steps.len();
+        let a = r1 % n;
+        let sa = self.shapes[a].clone();
+        match kind % 24 {
+            0..=3 => {
+                let b = self.partner(a, r2, r3);
+                let b = if kind % 24 == 3 { self.positive(b) } else { b };
+                let shape = broadcast(&sa, &self.shapes[b]).expect("partners broadcast");
+                let step =
+                    [Step::Add(a, b), Step::Sub(a, b), Step::Mul(a, b), Step::Div(a, b)][kind as usize % 24].clone();
+                self.push(step, shape);
+            }
+            4 | 5 => {
+                let name = UNARY[r2 % UNARY.len()];
+                let x = match name {
+                    "log" | "sqrt" => self.positive(a),
+                    "exp" => self.push(Step::Unary("tanh", a), sa.clone()),
+                    _ => a,
+                };
+                self.push(Step::Unary(name, x), sa);
+            }
+            6 => {
+                let s = [0.5, -1.25, 2.0, 0.1][r2 % 4];
+                let step = if r3.is_multiple_of(2) { Step::Adds(a, s) } else { Step::Muls(a, s) };
+                self.push(step, sa);
+            }
+            7 => {
+                let p = [2.0, 3.0, 0.5, -1.5][r2 % 4];
+                let x = if p == 2.0 || p == 3.0 { a } else { self.positive(a) };
+                self.push(Step::Pow(x, p), sa);
+            }
+            8 => {
+                let step = if r2.is_multiple_of(2) { Step::LeakyRelu(a, 0.1) } else { Step::Clamp(a, -0.7, 0.6) };
+                self.push(step, sa);
+            }
+            9 => {
+                let step = if r2.is_multiple_of(2) { Step::Sum(a) } else { Step::Mean(a) };
+                self.push(step, vec![]);
+            }
+            10 | 11 => {
+                let x = self.at_least_1d(a);
+                let shape = self.shapes[x].clone();
+                let name = ["sum", "mean", "max", "min"][r2 % 4];
+                let axis = (r3 % shape.len()) as isize - if r3.is_multiple_of(2) { 0 } else { shape.len() as isize };
+                let keepdim = r2.is_multiple_of(3);
+                let index = axis.rem_euclid(shape.len() as isize) as usize;
+                let mut out = shape;
+                if keepdim {
+                    out[index] = 1;
+                } else {
+                    out.remove(index);
+                }
+                self.push(Step::ReduceAxis(name, x, axis, keepdim), out);
+            }
+            12 | 13 => self.matmul(a, r2, r3),
+            14 => {
+                let x = self.as_matrix(a);
+                let (m, k) = (self.shapes[x][0], self.shapes[x][1]);
+                let batch = 1 + r2 % 2;
+                let left = if batch == 1 {
+                    self.push(Step::Reshape(x, vec![1, m, k]), vec![1, m, k])
+                } else {
+                    let other = self.param(vec![1, m, k]);
+                    let stacked = self.push(Step::Reshape(x, vec![1, m, k]), vec![1, m, k]);
+                    self.push(Step::Concat(stacked, other, 0), vec![2, m, k])
+                };
+                let nn = 1 + r3 % 3;
+                let right = self.param(vec![batch, k, nn]);
+                self.push(Step::Bmm(left, right), vec![batch, m, nn]);
+            }
+            15 => {
+                let x = self.as_matrix(a);
+                let mut shape = self.shapes[x].clone();
+                shape.swap(0, 1);
+                self.push(Step::Transpose(x), shape);
+            }
+            16 => {
+                let len = self.len_of(a);
+                let target = reshape_target(len, r2);
+                self.push(Step::Reshape(a, target.clone()), target);
+            }
+            17 => {
+                let x = self.at_least_1d(a);
+                let shape = self.shapes[x].clone();
+                let (mut starts, mut stops) = (Vec::new(), Vec::new());
+                for (i, &d) in shape.iter().enumerate() {
+                    let start = (r2 >> i) % d;
+                    starts.push(start);
+                    stops.push(start + 1 + (r3 >> i) % (d - start));
+                }
+                let out = starts.iter().zip(&stops).map(|(s, e)| e - s).collect();
+                self.push(Step::Slice(x, starts, stops), out);
+            }
+            18 => {
+                let x = self.at_least_1d(a);
+                let shape = self.shapes[x].clone();
+                let axis = r2 % shape.len();
+                let b = if r3.is_multiple_of(2) {
+                    x
+                } else {
+                    let mut other = shape.clone();
+                    other[axis] = 1 + r3 % 3;
+                    self.param(other)
+                };
+                let mut out = shape;
+                out[axis] += self.shapes[b][axis];
+                self.push(Step::Concat(x, b, axis), out);
+            }
+            19 => {
+                let x = self.at_least_1d(a);
+                let rank = self.shapes[x].len() as isize;
+                let axis = (r2 as isize % (2 * rank)) - rank;
+                let step = if r3.is_multiple_of(2) { Step::Softmax(x, axis) } else { Step::LogSoftmax(x, axis) };
+                self.push(step, self.shapes[x].clone());
+            }
+            20 => {
+                let b = self.same_shape(a, r2);
+                self.push(Step::Mse(a, b), vec![]);
+            }
+            21 => {
+                let x = self.as_matrix(a);
+                let (rows, cols) = (self.shapes[x][0], self.shapes[x][1]);
+                if r3.is_multiple_of(2) {
+                    let targets = (0..rows).map(|i| (r2 + 7 * i) % cols).collect();
+                    self.push(Step::CrossEntropy(x, targets), vec![]);
+                } else {
+                    let ids: Vec<usize> = (0..1 + r2 % 4).map(|i| (r2 + 5 * i) % rows).collect();
+                    self.push(Step::Embedding(x, ids.clone()), vec![ids.len(), cols]);
+                }
+            }
+            22 => {
+                let x = self.at_least_1d(a);
+                let d = *self.shapes[x].last().unwrap();
+                let (gamma, beta) = (self.param(vec![d]), self.param(vec![d]));
+                self.push(Step::LayerNorm(x, gamma, beta), self.shapes[x].clone());
+            }
+            _ => {
+                let p = [0.0, 0.25, 0.5][r2 % 3];
+                self.push(Step::Dropout(a, p, r3 as u64), sa);
+            }
+        }
+    }
+
+    /// An operand that broadcasts with `a`: an earlier node if one does,
+    /// else a new parameter shaped as `a` with some dims set to 1, some
+    /// leading ones dropped, or a 1 of `a` stretched (so both operands broadcast).
+    fn partner(&mut self, a: usize, r2: usize, r3: usize) -> usize {
+        let candidate = r2 % self.steps.len();
+        if !r3.is_multiple_of(3) && broadcast(&self.shapes[a], &self.shapes[candidate]).is_some() {
+            return candidate;
+        }
+        let sa = &self.shapes[a];
+        let drop = if sa.is_empty() { 0 } else { r3 % (sa.len() + 1) % 2 };
+        let shape = sa[drop..]
+            .iter()
+            .enumerate()
+            .map(|(i, &d)| match (r2 >> i) % 3 {
+                0 => 1,
+                1 if d == 1 => 2 + (r3 >> i) % 2,
+                _ => d,
+            })
+            .collect();
+        self.param(shape)
+    }
+
+    /// A node of `a`'s shape: an earlier one if there is, else a new parameter.
+    fn same_shape(&mut self, a: usize, r: usize) -> usize {
+        let n = self.steps.len();
+        (0..n).map(|i| (r + i) % n).find(|&i| i != a && self.shapes[i] == self.shapes[a]).unwrap_or_else(|| {
+            let shape = self.shapes[a].clone();
+            self.param(shape)
+        })
+    }
+
+    fn matmul(&mut self, a: usize, r2: usize, r3: usize) {
+        let x = if self.shapes[a].len() < 2 { self.as_matrix(a) } else { a };
+        let sx = self.shapes[x].clone();
+        let k = sx[sx.len() - 1];
+        let nn = 1 + r2 % 3;
+        // The right operand: a matrix, or a stack whose batch dims broadcast with x's.
+        let rhs = if r3.is_multiple_of(3) && sx.len() >= 3 {
+            let batch = &sx[..sx.len() - 2];
+            let mut shape: Vec<usize> =
+                batch.iter().enumerate().map(|(i, &d)| if (r3 >> i).is_multiple_of(2) { 1 } else { d }).collect();
+            shape.extend([k, nn]);
+            shape
+        } else if r3 % 3 == 1 {
+            // A stack: it stretches a matrix, and broadcasts with any batch.
+            vec![if sx.len() == 2 { 2 } else { 1 }, k, nn]
+        } else {
+            vec![k, nn]
+        };
+        let b = self.param(rhs.clone());
+        let mut out: Vec<usize> = if rhs.len() == 2 {
+            sx[..sx.len() - 1].to_vec()
+        } else {
+            let batch = broadcast(&sx[..sx.len() - 2], &rhs[..rhs.len() - 2]).expect("batch dims broadcast");
+            let mut o = batch;
+            o.push(sx[sx.len() - 2]);
+            o
+        };
+        out.push(nn);
+        self.push(Step::MatMul(x, b), out);
+    }
+
+    /// The indices of the parameter steps, in order.
+    pub fn params(&self) -> Vec<usize> {
+        (0..self.steps.len()).filter(|&i| matches!(self.steps[i], Step::Param(_))).collect()
+    }
+
+    /// Nodes no later step uses: what the loss sums.
+    pub fn sinks(&self) -> Vec<usize> {
+        let mut used = vec![false; self.steps.len()];
+        for step in &self.steps {
+            for x in operands(step) {
+                used[x] = true;
+            }
+        }
+        (0..self.steps.len()).filter(|&i| !used[i]).collect()
+    }
+
+    /// Parameter values drawn from the graph's seed, one array per parameter.
+    pub fn param_values(&self) -> Vec<ArrayD<f64>> {
+        let mut rng = grad_runtime::Rng::new(self.seed);
+        self.params().iter().map(|&i| ArrayD::from_shape_fn(IxDyn(&self.shapes[i]), |_| rng.normal())).collect()
+    }
+
+    /// Records the graph on `tape` (parameters given as handles, in
+    /// order): every node's handle. `pre(i, tape, nodes)` runs before step
+    /// `i` and may return a replacement handle for it (how `faults.rs`
+    /// injects a fault).
+    pub fn record<T: Float>(
+        &self,
+        tape: &mut Tape<T>,
+        params: &[Var],
+        mut pre: impl FnMut(usize, &mut Tape<T>, &[Var]) -> Option<Var>,
+    ) -> Vec<Var> {
+        let mut nodes: Vec<Var> = Vec::with_capacity(self.steps.len());
+        for i in 0..self.steps.len() {
+            let v = match pre(i, tape, &nodes) {
+                Some(v) => v,
+                None => self.record_step(i, tape, &nodes, params),
+            };
+            nodes.push(v);
+        }
+        nodes
+    }
+
+    /// Records step `i` on `tape`, its operands read from `nodes`.
+    pub fn record_step<T: Float>(&self, i: usize, tape: &mut Tape<T>, nodes: &[Var], params: &[Var]) -> Var {
+        let v = |k: usize| nodes[k];
+        let s = |x: f64| T::from_f64(x);
+        match &self.steps[i] {
+            Step::Param(_) => params[self.steps[..i].iter().filter(|s| matches!(s, Step::Param(_))).count()],
+            Step::Add(a, b) => g_add(tape, v(*a), v(*b)),
+            Step::Sub(a, b) => g_sub(tape, v(*a), v(*b)),
+            Step::Mul(a, b) => g_mul(tape, v(*a), v(*b)),
+            Step::Div(a, b) => g_div(tape, v(*a), v(*b)),
+            Step::Unary(name, a) => unary(name, tape, v(*a)),
+            Step::Adds(a, x) => g_adds(tape, v(*a), s(*x)),
+            Step::Muls(a, x) => g_muls(tape, v(*a), s(*x)),
+            Step::Pow(a, p) => g_pow(tape, v(*a), s(*p)),
+            Step::LeakyRelu(a, slope) => g_leaky_relu(tape, v(*a), s(*slope)),
+            Step::Clamp(a, lo, hi) => g_clamp(tape, v(*a), s(*lo), s(*hi)),
+            Step::Sum(a) => g_sum(tape, v(*a)),
+            Step::Mean(a) => g_mean(tape, v(*a)),
+            Step::ReduceAxis(name, a, axis, keep) => match *name {
+                "sum" => g_sum_axis(tape, v(*a), *axis, *keep),
+                "mean" => g_mean_axis(tape, v(*a), *axis, *keep),
+                "max" => g_max_axis(tape, v(*a), *axis, *keep),
+                _ => g_min_axis(tape, v(*a), *axis, *keep),
+            },
+            Step::MatMul(a, b) => g_matmul(tape, v(*a), v(*b)),
+            Step::Bmm(a, b) => g_bmm(tape, v(*a), v(*b)),
+            Step::Transpose(a) => g_transpose(tape, v(*a)),
+            Step::Reshape(a, shape) => g_reshape(tape, v(*a), shape),
+            Step::Slice(a, starts, stops) => g_slice(tape, v(*a), starts, stops),
+            Step::Concat(a, b, axis) => g_concat(tape, v(*a), v(*b), *axis),
+            Step::Softmax(a, axis) => g_softmax(tape, v(*a), *axis),
+            Step::LogSoftmax(a, axis) => g_log_softmax(tape, v(*a), *axis),
+            Step::Mse(a, b) => g_mse(tape, v(*a), v(*b)),
+            Step::CrossEntropy(a, targets) => g_cross_entropy(tape, v(*a), targets),
+            Step::Embedding(a, ids) => g_embedding(tape, v(*a), ids),
+            Step::LayerNorm(x, gamma, beta) => g_layer_norm(tape, v(*x), v(*gamma), v(*beta), s(1e-5)),
+            Step::Dropout(a, p, seed) => g_dropout(tape, v(*a), s(*p), &mut grad_runtime::Rng::new(*seed), true),
+        }
+    }
+}
+
+fn unary<T: Float>(name: &str, tape: &mut Tape<T>, x: Var) -> Var {
+    match name {
+        "neg" => g_neg(tape, x),
+        "relu" => g_relu(tape, x),
+        "sigmoid" => g_sigmoid(tape, x),
+        "tanh" => g_tanh(tape, x),
+        "exp" => g_exp(tape, x),
+        "log" => g_log(tape, x),
+        "sqrt" => g_sqrt(tape, x),
+        "abs" => g_abs(tape, x),
+        "gelu" => g_gelu(tape, x),
+        "silu" => g_silu(tape, x),
+        _ => g_softplus(tape, x),
+    }
+}
+
+/// The nodes a step reads.
+pub fn operands(step: &Step) -> Vec<usize> {
+    match *step {
+        Step::Param(_) => vec![],
+        Step::Add(a, b)
+        | Step::Sub(a, b)
+        | Step::Mul(a, b)
+        | Step::Div(a, b)
+        | Step::MatMul(a, b)
+        | Step::Bmm(a, b)
+        | Step::Concat(a, b, _)
+        | Step::Mse(a, b) => vec![a, b],
+        Step::LayerNorm(a, b, c) => vec![a, b, c],
+        Step::Unary(_, a)
+        | Step::Adds(a, _)
+        | Step::Muls(a, _)
+        | Step::Pow(a, _)
+        | Step::LeakyRelu(a, _)
+        | Step::Clamp(a, ..)
+        | Step::Sum(a)
+        | Step::Mean(a)
+        | Step::ReduceAxis(_, a, ..)
+        | Step::Transpose(a)
+        | Step::Reshape(a, _)
+        | Step::Slice(a, ..)
+        | Step::Softmax(a, _)
+        | Step::LogSoftmax(a, _)
+        | Step::CrossEntropy(a, _)
+        | Step::Embedding(a, _)
+        | Step::Dropout(a, ..) => vec![a],
+    }
+}
+
+/// The op a step records, as named in `OP_FUNCTIONS` (`None` for a parameter).
+pub fn op_name(step: &Step) -> Option<String> {
+    let name = match step {
+        Step::Param(_) => return None,
+        Step::Unary(name, _) => return Some(format!("g_{name}")),
+        Step::ReduceAxis(name, ..) => return Some(format!("g_{name}_axis")),
+        Step::Add(..) => "g_add",
+        Step::Sub(..) => "g_sub",
+        Step::Mul(..) => "g_mul",
+        Step::Div(..) => "g_div",
+        Step::Adds(..) => "g_adds",
+        Step::Muls(..) => "g_muls",
+        Step::Pow(..) => "g_pow",
+        Step::LeakyRelu(..) => "g_leaky_relu",
+        Step::Clamp(..) => "g_clamp",
+        Step::Sum(_) => "g_sum",
+        Step::Mean(_) => "g_mean",
+        Step::MatMul(..) => "g_matmul",
+        Step::Bmm(..) => "g_bmm",
+        Step::Transpose(_) => "g_transpose",
+        Step::Reshape(..) => "g_reshape",
+        Step::Slice(..) => "g_slice",
+        Step::Concat(..) => "g_concat",
+        Step::Softmax(..) => "g_softmax",
+        Step::LogSoftmax(..) => "g_log_softmax",
+        Step::Mse(..) => "g_mse",
+        Step::CrossEntropy(..) => "g_cross_entropy",
+        Step::Embedding(..) => "g_embedding",
+        Step::LayerNorm(..) => "g_layer_norm",
+        Step::Dropout(..) => "g_dropout",
+    };
+    Some(name.to_string())
+}
+
+/// A shape of rank 0 to 3 with dims 1 to 4, from 16 bits.
+fn small_shape(r: u16) -> Vec<usize> {
+    let r = r as usize;
+    let rank = r % 4;
+    (0..rank).map(|i| 1 + (r >> (2 + 2 * i)) % 4).collect()
+}
+
+/// A shape with `len` elements: flat, a row, a column, or split at a divisor.
+fn reshape_target(len: usize, r: usize) -> Vec<usize> {
+    let divisor = (2..len).find(|d| len.is_multiple_of(*d));
+    match (r % 4, divisor) {
+        (0, _) => vec![len],
+        (1, _) => vec![1, len],
+        (2, Some(d)) => vec![d, len / d],
+        _ => vec![len, 1],
+    }
+}
+
+/// NumPy's broadcast of two shapes, if they broadcast.
+pub fn broadcast(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
+    let n = a.len().max(b.len());
+    let dim = |s: &[usize], i: usize| if i + s.len() >= n { s[i + s.len() - n] } else { 1 };
+    (0..n)
+        .map(|i| match (dim(a, i), dim(b, i)) {
+            (x, y) if x == y => Some(x),
+            (1, y) => Some(y),
+            (x, 1) => Some(x),
+            _ => None,
+        })
+        .collect()
+}
+
+/// One line per node: `n3 = g_matmul(n1, p2)  [2, 4]`, parameters as `p`.
+impl fmt::Debug for Graph {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "graph (parameter seed {}):", self.seed)?;
+        for (i, step) in self.steps.iter().enumerate() {
+            let shape = &self.shapes[i];
+            let name =
+                |k: usize| if matches!(self.steps[k], Step::Param(_)) { format!("p{k}") } else { format!("n{k}") };
+            let line = match step {
+                Step::Param(_) => format!("p{i} = param"),
+                other => {
+                    let args: Vec<String> = operands(other).into_iter().map(name).collect();
+                    let extra = match other {
+                        Step::Adds(_, x) | Step::Muls(_, x) | Step::Pow(_, x) | Step::LeakyRelu(_, x) => {
+                            format!(", {x}")
+                        }
+                        Step::Clamp(_, lo, hi) => format!(", {lo}, {hi}"),
+                        Step::ReduceAxis(_, _, axis, keep) => format!(", axis {axis}, keepdim {keep}"),
+                        Step::Reshape(_, shape) => format!(", {shape:?}"),
+                        Step::Slice(_, starts, stops) => format!(", {starts:?}, {stops:?}"),
+                        Step::Concat(.., axis) => format!(", axis {axis}"),
+                        Step::Softmax(_, axis) | Step::LogSoftmax(_, axis) => format!(", axis {axis}"),
+                        Step::CrossEntropy(_, t) => format!(", targets {t:?}"),
+                        Step::Embedding(_, ids) => format!(", ids {ids:?}"),
+                        Step::Dropout(_, p, seed) => format!(", p {p}, rng seed {seed}"),
+                        _ => String::new(),
+                    };
+                    format!("n{i} = {}({}{extra})", op_name(other).unwrap_or_default(), args.join(", "))
+                }
+            };
+            writeln!(f, "    {line:<60} {shape:?}")?;
+        }
+        Ok(())
+    }
+}
