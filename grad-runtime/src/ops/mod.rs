@@ -13,7 +13,7 @@
 //! 1. `ops/<family>.rs` (or a new `ops/<op>.rs`): the `g_<op>` function with
 //!    rustdoc giving its shapes and gradient, and `<op>_backward` beside it.
 //! 2. This file: an [`Op`] variant, its arm in `inputs`, `name`, `backward`
-//!    and `into_indices` (the compiler points at each), and the function in
+//!    and `into_buffers` (the compiler points at each), and the function in
 //!    `export_ops!`.
 //! 3. `grad-macros/src/builtins.rs`: the DSL row (name, function, parameter
 //!    kinds, shape rule); a new rule is a variant and a function in
@@ -32,6 +32,7 @@ pub(crate) mod axis;
 pub(crate) mod cross_entropy;
 pub(crate) mod dropout;
 pub(crate) mod embedding;
+pub(crate) mod fused;
 pub(crate) mod layer_norm;
 pub(crate) mod layout;
 pub(crate) mod matmul;
@@ -92,29 +93,67 @@ pub(crate) enum Op<T> {
     Unary(NodeId, Unary<T>),
     Sum(NodeId),
     Mean(NodeId),
-    SumAxis { x: NodeId, axis: usize },
-    MeanAxis { x: NodeId, axis: usize },
-    MaxAxis { x: NodeId, axis: usize },
-    MinAxis { x: NodeId, axis: usize },
+    SumAxis {
+        x: NodeId,
+        axis: usize,
+    },
+    MeanAxis {
+        x: NodeId,
+        axis: usize,
+    },
+    MaxAxis {
+        x: NodeId,
+        axis: usize,
+    },
+    MinAxis {
+        x: NodeId,
+        axis: usize,
+    },
     MatMul(NodeId, NodeId),
     Bmm(NodeId, NodeId),
     Transpose(NodeId),
     Reshape(NodeId),
-    Slice { x: NodeId, starts: IxDyn },
-    Concat { a: NodeId, b: NodeId, axis: usize },
-    Softmax { x: NodeId, axis: usize },
-    LogSoftmax { x: NodeId, axis: usize },
+    Slice {
+        x: NodeId,
+        starts: IxDyn,
+    },
+    Concat {
+        a: NodeId,
+        b: NodeId,
+        axis: usize,
+    },
+    Softmax {
+        x: NodeId,
+        axis: usize,
+    },
+    LogSoftmax {
+        x: NodeId,
+        axis: usize,
+    },
     Mse(NodeId, NodeId),
-    CrossEntropy { logits: NodeId, targets: Vec<usize> },
-    Embedding { table: NodeId, ids: Vec<usize> },
-    LayerNorm { x: NodeId, gamma: NodeId, beta: NodeId, eps: T },
+    CrossEntropy {
+        logits: NodeId,
+        targets: Vec<usize>,
+    },
+    Embedding {
+        table: NodeId,
+        ids: Vec<usize>,
+    },
+    LayerNorm {
+        x: NodeId,
+        gamma: NodeId,
+        beta: NodeId,
+        eps: T,
+    },
+    /// A fused region of a `grad!` block: any number of inputs.
+    Fused(fused::Fused<T>),
 }
 
 impl<T: Float> Op<T> {
     /// The op's input nodes.
     pub(crate) fn inputs(&self) -> impl Iterator<Item = NodeId> {
         let inputs: [Option<NodeId>; 3] = match *self {
-            Op::Param | Op::Constant => [None, None, None],
+            Op::Param | Op::Constant | Op::Fused(_) => [None, None, None],
             Op::Unary(x, _)
             | Op::Sum(x)
             | Op::Mean(x)
@@ -139,7 +178,11 @@ impl<T: Float> Op<T> {
             | Op::Mse(a, b) => [Some(a), Some(b), None],
             Op::LayerNorm { x, gamma, beta, .. } => [Some(x), Some(gamma), Some(beta)],
         };
-        inputs.into_iter().flatten()
+        let many = match self {
+            Op::Fused(node) => Some(node.inputs()),
+            _ => None,
+        };
+        inputs.into_iter().flatten().chain(many.into_iter().flatten())
     }
 
     /// The public function that records this op, as errors and messages name it.
@@ -170,6 +213,7 @@ impl<T: Float> Op<T> {
             Op::CrossEntropy { .. } => "g_cross_entropy",
             Op::Embedding { .. } => "g_embedding",
             Op::LayerNorm { .. } => "g_layer_norm",
+            Op::Fused(node) => node.name(),
         }
     }
 
@@ -201,14 +245,20 @@ impl<T: Float> Op<T> {
             Op::CrossEntropy { logits, ref targets } => cross_entropy::cross_entropy_backward(sink, g, logits, targets),
             Op::Embedding { table, ref ids } => embedding::embedding_backward(sink, g, table, ids),
             Op::LayerNorm { x, gamma, beta, eps } => layer_norm::layer_norm_backward(sink, g, [x, gamma, beta], eps),
+            Op::Fused(ref node) => fused::fused_backward(sink, g, out, node),
         }
     }
 
-    /// The integer payload (class targets, embedding ids) a dropped node
-    /// hands back to the tape's index pool.
-    pub(crate) fn into_indices(self) -> Option<Vec<usize>> {
+    /// The pooled buffers a dropped node hands back to the tape: an
+    /// integer payload (class targets, embedding ids, a fused node's
+    /// inputs) for the index pool, and a fused node's scalars.
+    pub(crate) fn into_buffers(self) -> (Option<Vec<usize>>, Option<Vec<T>>) {
         match self {
-            Op::CrossEntropy { targets: indices, .. } | Op::Embedding { ids: indices, .. } => Some(indices),
+            Op::CrossEntropy { targets: indices, .. } | Op::Embedding { ids: indices, .. } => (Some(indices), None),
+            Op::Fused(node) => {
+                let (inputs, scalars) = node.into_buffers();
+                (Some(inputs), Some(scalars))
+            }
             Op::Param
             | Op::Constant
             | Op::Add(..)
@@ -231,7 +281,7 @@ impl<T: Float> Op<T> {
             | Op::Softmax { .. }
             | Op::LogSoftmax { .. }
             | Op::Mse(..)
-            | Op::LayerNorm { .. } => None,
+            | Op::LayerNorm { .. } => (None, None),
         }
     }
 }

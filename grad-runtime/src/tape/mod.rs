@@ -212,8 +212,12 @@ impl<T: Float> Tape<T> {
         let keep = mark.len();
         for node in self.nodes.drain(keep..) {
             self.pool.give(node.value.data);
-            if let Some(indices) = node.op.into_indices() {
+            let (indices, scalars) = node.op.into_buffers();
+            if let Some(indices) = indices {
                 self.index_pool.give(indices);
+            }
+            if let Some(scalars) = scalars {
+                self.pool.give(scalars);
             }
         }
         for grad in self.grads.drain(keep..).flatten() {
@@ -332,6 +336,12 @@ impl<T: Float> Tape<T> {
     /// The value of a node: how every op reads its inputs.
     pub(crate) fn value_of(&self, id: NodeId) -> &Tensor<T> {
         &self.nodes[id].value
+    }
+
+    /// Whether backward computes a gradient for the node (a parameter, or
+    /// computed from one).
+    pub(crate) fn requires_grad(&self, id: NodeId) -> bool {
+        self.nodes[id].requires_grad
     }
 
     /// Whether the node was made by [`param`](Tape::param).
