@@ -9,7 +9,9 @@
 //! `valid.rs` (every built-in call's arguments against its row) →
 //! `check.rs` (the shape pass, with the rules in `rules.rs` and their
 //! messages in `explain.rs`) →
-//! `expand.rs` (code generation, with `operand.rs`). `builtins.rs` is the
+//! `expand.rs` (code generation, with `operand.rs`), which asks `fuse.rs`
+//! for the fused region rooted at each expression and expands it with
+//! `expand/region.rs`, its kernel derived by `derive.rs`. `builtins.rs` is the
 //! one table of built-in functions; `literal.rs` owns numbers (literals,
 //! axes, dims-list entries). Every mistake is a spanned `compile_error!`,
 //! several at once when they are independent, in the order they are
@@ -18,9 +20,11 @@
 mod ast;
 mod builtins;
 mod check;
+mod derive;
 mod error;
 mod expand;
 mod explain;
+mod fuse;
 mod literal;
 mod operand;
 mod parse;

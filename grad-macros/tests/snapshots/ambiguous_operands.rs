@@ -4,15 +4,54 @@ fn expansion() {
     {
         use ::grad_runtime::dsl::AsTape as _;
         let __tape = (tape).as_tape();
-        let __t0 = ::grad_runtime::dsl::mul(__tape, lr, x);
-        let __t1 = ::grad_runtime::dsl::add(__tape, __t0, bias);
-        let __t2 = ::grad_runtime::dsl::div(
+        struct __Region0;
+        impl<T: ::grad_runtime::Float> ::grad_runtime::dsl::Kernel<T, 4, 1>
+        for __Region0 {
+            const NAME: &'static str = "fused lr * x + bias - cfg.shift / 2.0";
+            const STEPS: &'static [::grad_runtime::dsl::Step] = {
+                use ::grad_runtime::dsl::step::*;
+                &[
+                    mul(leaf(0), leaf(1)),
+                    add(step(0), leaf(2)),
+                    div(leaf(3), param(0)),
+                    sub(step(1), step(2)),
+                ]
+            };
+            const SITES: &'static [&'static ::core::panic::Location<'static>] = &[
+                ::grad_runtime::dsl::here(),
+                ::grad_runtime::dsl::here(),
+                ::grad_runtime::dsl::here(),
+                ::grad_runtime::dsl::here(),
+            ];
+            #[inline(always)]
+            fn forward([x0, x1, x2, x3]: [T; 4], [p0]: [T; 1]) -> T {
+                let v0 = x0 * x1;
+                let v1 = v0 + x2;
+                let v2 = x3 / p0;
+                v1 - v2
+            }
+            #[inline(always)]
+            fn backward([x0, x1, _, _]: [T; 4], _: T, g: T, [p0]: [T; 1]) -> [T; 4] {
+                let g1 = g;
+                let g2 = -g;
+                let d3 = g2 / p0;
+                let g0 = g1;
+                let d2 = g1;
+                let d0 = g0 * x1;
+                let d1 = g0 * x0;
+                [d0, d1, d2, d3]
+            }
+        }
+        ::grad_runtime::dsl::fused(
             __tape,
-            cfg.shift,
-            ::grad_runtime::dsl::Operand::Scalar(
-                ::grad_runtime::dsl::lit(2.0f32, 2.0f64),
-            ),
-        );
-        ::grad_runtime::g_sub(__tape, __t1, __t2)
+            __Region0,
+            [
+                ::grad_runtime::dsl::Operand::from(lr),
+                ::grad_runtime::dsl::Operand::from(x),
+                ::grad_runtime::dsl::Operand::from(bias),
+                ::grad_runtime::dsl::Operand::from(cfg.shift),
+            ],
+            [::grad_runtime::dsl::lit(2.0f32, 2.0f64)],
+        )
     }
 }
