@@ -21,6 +21,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+#[rustfmt::skip] // written by `generate`, compared with it as text
 mod cases;
 
 use grad_runtime::{Float, Tape};
