@@ -1,6 +1,6 @@
 //! Results do not depend on the thread count: the same large graph (fused
-//! regions included, by rows and folded) run
-//! with 1, 2 and 5 threads gives the same bits in every value and gradient.
+//! regions included, by rows and folded) run with 1, 2 and 5 threads gives
+//! the same bits in every value and gradient.
 //! (Kernels cut work into fixed-size pieces and sum in a fixed tree.)
 
 mod common;

@@ -19,15 +19,17 @@ use crate::ast::BinOp;
 use crate::builtins::{Fusion, Reads};
 use crate::fuse::{Region, Src, Step, StepOp};
 
-/// The kernel type `ty` of `region`: its declaration and its `Kernel` impl.
-pub(crate) fn kernel(region: &Region, ty: &Ident) -> TokenStream {
+/// The kernel type `ty` of `region`: its declaration and its `Kernel`
+/// impl; `consts` are the expansions of its constants (scalars of `T`).
+pub(crate) fn kernel(region: &Region, ty: &Ident, consts: &[TokenStream]) -> TokenStream {
     let (n, p) = (region.leaves.len(), region.params.len());
     let (n_lit, p_lit) = (Literal::usize_unsuffixed(n), Literal::usize_unsuffixed(p));
     let name = format!("fused {}", region.root);
     let steps = region.steps.iter().map(plan_entry);
     let sites = region.steps.iter().map(|s| quote_spanned!(s.span=> ::grad_runtime::dsl::here()));
-    let d = Derivation::new(region);
+    let d = Derivation::new(region, consts);
     let (forward, backward) = (d.forward(), d.backward());
+    let constant = constants(consts);
     let t = Ident::new("T", Span::call_site());
     quote! {
         struct #ty;
@@ -38,17 +40,36 @@ pub(crate) fn kernel(region: &Region, ty: &Ident) -> TokenStream {
                 &[#(#steps),*]
             };
             const SITES: &'static [&'static ::core::panic::Location<'static>] = &[#(#sites),*];
+            #constant
             #forward
             #backward
         }
     }
 }
 
-/// A step as the runtime's plan writes it: `mul(leaf(0), param(0))`.
+/// `fn constant(k)`, when the region has constants.
+fn constants(consts: &[TokenStream]) -> TokenStream {
+    if consts.is_empty() {
+        return TokenStream::new();
+    }
+    let k = (0..consts.len()).map(Literal::usize_unsuffixed);
+    let arg = named("k");
+    quote! {
+        fn constant(#arg: usize) -> T {
+            match #arg {
+                #(#k => #consts,)*
+                _ => ::grad_runtime::dsl::lit(<f32>::NAN, <f64>::NAN),
+            }
+        }
+    }
+}
+
+/// A step as the runtime's plan writes it: `mul(leaf(0), constant(0))`.
 fn plan_entry(step: &Step) -> TokenStream {
     let args = step.args.iter().map(|src| match *src {
         Src::Leaf(k) => call("leaf", k),
         Src::Param(k) => call("param", k),
+        Src::Const(k) => call("constant", k),
         Src::Step(k) => call("step", k),
     });
     let f = Ident::new(
@@ -96,6 +117,7 @@ fn idents(tokens: &TokenStream, out: &mut Vec<String>) {
 
 struct Derivation<'r, 'a> {
     region: &'r Region<'a>,
+    consts: &'r [TokenStream],
     /// The last elementwise step (a fold, if any, is the runtime's).
     root: usize,
     /// Which step values `backward` reads or recomputes.
@@ -103,10 +125,10 @@ struct Derivation<'r, 'a> {
 }
 
 impl<'r, 'a> Derivation<'r, 'a> {
-    fn new(region: &'r Region<'a>) -> Self {
+    fn new(region: &'r Region<'a>, consts: &'r [TokenStream]) -> Self {
         let last = region.steps.len() - 1;
         let root = if matches!(region.steps[last].op, StepOp::Fold(_)) { last - 1 } else { last };
-        let mut d = Derivation { region, root, needed: vec![false; region.steps.len()] };
+        let mut d = Derivation { region, consts, root, needed: vec![false; region.steps.len()] };
         d.mark_needed();
         d
     }
@@ -119,7 +141,7 @@ impl<'r, 'a> Derivation<'r, 'a> {
     /// recomputed from (latest first, so one pass reaches them all).
     fn mark_needed(&mut self) {
         for (k, step) in self.steps().iter().enumerate() {
-            let differentiable = |src: &Src| !matches!(src, Src::Param(_));
+            let differentiable = |src: &Src| matches!(src, Src::Leaf(_) | Src::Step(_));
             match (step.op, step.args.as_slice()) {
                 (StepOp::Binary(BinOp::Mul), [a, b]) => {
                     self.need_if(differentiable(a), *b);
@@ -164,15 +186,17 @@ impl<'r, 'a> Derivation<'r, 'a> {
             quote!(let #v = #value;)
         });
         let result = self.value(&self.steps()[self.root], false);
+        let body = quote!(#(#lets)* #result);
         let all = |name: &Ident| name.clone();
         let (leaves, params) =
             (self.pattern("x", self.region.leaves.len(), &all), self.pattern("p", self.region.params.len(), &all));
         let (n, p) = self.counts();
+        let consts = self.bind_consts(&body);
         quote! {
             #[inline(always)]
             fn forward(#leaves: [T; #n], #params: [T; #p]) -> T {
-                #(#lets)*
-                #result
+                #consts
+                #body
             }
         }
     }
@@ -197,12 +221,26 @@ impl<'r, 'a> Derivation<'r, 'a> {
         let leaves = self.pattern("x", self.region.leaves.len(), &used);
         let params = self.pattern("p", self.region.params.len(), &used);
         let (y, g, (n, p)) = (used(&named("y")), named("g"), self.counts());
+        let consts = self.bind_consts(&body);
         quote! {
             #[inline(always)]
             fn backward(#leaves: [T; #n], #y: T, #g: T, #params: [T; #p]) -> [T; #n] {
+                #consts
                 #body
             }
         }
+    }
+
+    /// `let c0: T = ...;` for each constant `body` reads (typed, so a
+    /// constant on the left of an operator is a `T` too).
+    fn bind_consts(&self, body: &TokenStream) -> TokenStream {
+        let mut read = Vec::new();
+        idents(body, &mut read);
+        let binds = self.consts.iter().enumerate().filter(|(k, _)| read.contains(&format!("c{k}"))).map(|(k, c)| {
+            let name = local("c", k);
+            quote!(let #name: T = #c;)
+        });
+        quote!(#(#binds)*)
     }
 
     fn counts(&self) -> (Literal, Literal) {
@@ -218,6 +256,7 @@ impl<'r, 'a> Derivation<'r, 'a> {
     /// The tokens of an operand's value; in `backward` the root is `y`.
     fn operand(&self, src: Src, in_backward: bool) -> TokenStream {
         let ident = match src {
+            Src::Const(k) => local("c", k),
             Src::Leaf(i) => local("x", i),
             Src::Param(i) => local("p", i),
             Src::Step(k) if in_backward && k == self.root => named("y"),
@@ -292,7 +331,7 @@ impl<'r, 'a> Derivation<'r, 'a> {
                     });
                     seen[i] = true;
                 }
-                Src::Param(_) => {}
+                Src::Param(_) | Src::Const(_) => {}
             }
         }
         out

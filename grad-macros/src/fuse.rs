@@ -4,8 +4,10 @@
 //! as a plan of steps in the order the unfused expansion would run them.
 //! Its leaves are what it reads: names, Rust values and the results of
 //! other operations (a matrix product, a user's function, a region that
-//! was cut off); numbers are its parameters. A region of one operation is
-//! not fused: it is its own `g_*` call.
+//! was cut off). Numbers written as literals are constants of its kernel;
+//! numbers held in Rust (a number `let`, a scalar argument given by name)
+//! are its run-time parameters. A region of one operation is not fused:
+//! it is its own `g_*` call.
 //!
 //! The expansion asks for the region rooted at each expression it is about
 //! to expand, so a `let` name and the block's result are always node
@@ -38,8 +40,11 @@ pub(crate) struct Region<'a> {
     /// The operations, each after the ones it reads; a fold is last.
     pub(crate) steps: Vec<Step>,
     pub(crate) leaves: Vec<Leaf<'a>>,
-    /// Number sub-expressions and the scalar arguments of built-ins.
+    /// Numbers held in Rust, read at run time.
     pub(crate) params: Vec<&'a Expr>,
+    /// Numbers written as literals (and arithmetic on them): compiled
+    /// into the kernel.
+    pub(crate) consts: Vec<&'a Expr>,
 }
 
 /// One operation of a region.
@@ -65,6 +70,7 @@ pub(crate) enum StepOp {
 pub(crate) enum Src {
     Leaf(usize),
     Param(usize),
+    Const(usize),
     Step(usize),
 }
 
@@ -79,7 +85,14 @@ pub(crate) struct Leaf<'a> {
 /// The region rooted at `e`, if `e` starts one of two operations or more.
 /// `name` says what each identifier is.
 pub(crate) fn region<'a>(e: &'a Expr, name: &dyn Fn(&Ident) -> Name) -> Option<Region<'a>> {
-    let mut c = Collector { name, cuts: Vec::new(), steps: Vec::new(), leaves: Vec::new(), params: Vec::new() };
+    let mut c = Collector {
+        name,
+        cuts: Vec::new(),
+        steps: Vec::new(),
+        leaves: Vec::new(),
+        params: Vec::new(),
+        consts: Vec::new(),
+    };
     match &e.kind {
         ExprKind::Call { func, args, callee: Callee::Builtin(b), .. } if b.fusion == Fusion::Fold => {
             let [Arg::Expr(x)] = args.as_slice() else { return None };
@@ -96,8 +109,8 @@ pub(crate) fn region<'a>(e: &'a Expr, name: &dyn Fn(&Ident) -> Name) -> Option<R
         }
         _ => return None,
     }
-    let Collector { steps, leaves, params, .. } = c;
-    (steps.len() >= 2).then_some(Region { root: e, steps, leaves, params })
+    let Collector { steps, leaves, params, consts, .. } = c;
+    (steps.len() >= 2).then_some(Region { root: e, steps, leaves, params, consts })
 }
 
 struct Collector<'a, 'n> {
@@ -107,6 +120,7 @@ struct Collector<'a, 'n> {
     steps: Vec<Step>,
     leaves: Vec<Leaf<'a>>,
     params: Vec<&'a Expr>,
+    consts: Vec<&'a Expr>,
 }
 
 impl<'a> Collector<'a, '_> {
@@ -115,8 +129,7 @@ impl<'a> Collector<'a, '_> {
     /// mistake the unfused expansion reports).
     fn collect(&mut self, e: &'a Expr, strict: bool) -> Option<Src> {
         if self.is_number(e) {
-            self.params.push(e);
-            return Some(Src::Param(self.params.len() - 1));
+            return Some(self.number(e));
         }
         if !self.is_op(e) || self.cuts.contains(&(e as *const Expr)) {
             return self.leaf(e, strict);
@@ -143,14 +156,22 @@ impl<'a> Collector<'a, '_> {
             let Arg::Expr(e) = arg else { return None };
             srcs.push(match param.kind {
                 Kind::Var if !self.is_number(e) => self.collect(e, true)?,
-                Kind::Scalar if self.is_scalar_argument(e) => {
-                    self.params.push(e);
-                    Src::Param(self.params.len() - 1)
-                }
+                Kind::Scalar if self.is_scalar_argument(e) => self.number(e),
                 _ => return None,
             });
         }
         (srcs.len() == builtin.params.len()).then_some(srcs)
+    }
+
+    /// A number: a constant when written as literals, else a parameter.
+    fn number(&mut self, e: &'a Expr) -> Src {
+        if is_literal(e) {
+            self.consts.push(e);
+            Src::Const(self.consts.len() - 1)
+        } else {
+            self.params.push(e);
+            Src::Param(self.params.len() - 1)
+        }
     }
 
     /// A leaf; one name read twice is one leaf.
@@ -228,5 +249,15 @@ impl<'a> Collector<'a, '_> {
             uses[largest] = 1;
         }
         uses.iter().sum()
+    }
+}
+
+/// Whether `e` is literals and arithmetic on them (no Rust value).
+fn is_literal(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Number(_) => true,
+        ExprKind::Neg { operand, .. } => is_literal(operand),
+        ExprKind::Binary { op, lhs, rhs, .. } => *op != BinOp::MatMul && is_literal(lhs) && is_literal(rhs),
+        _ => false,
     }
 }

@@ -1,8 +1,10 @@
 //! The expansion of a fused region (`fuse.rs` plans it, `derive.rs`
 //! writes its kernel): its leaves are expanded as operands, in the order
 //! written (a product or a user's call is bound to a temporary first), its
-//! numbers as scalars of the tape's type, and the region becomes one
-//! `grad_runtime::dsl::fused` call beside the declaration of its kernel.
+//! numbers as scalars of the tape's type (its run-time parameters passed
+//! to the call, its constants written into the kernel), and the region
+//! becomes one `grad_runtime::dsl::fused` call beside the declaration of
+//! its kernel.
 
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{quote, quote_spanned};
@@ -20,10 +22,11 @@ impl Expander {
         let mut errors = Errors::default();
         let leaves: Vec<TokenStream> = region.leaves.iter().filter_map(|l| errors.keep(self.leaf(l))).collect();
         let params: Vec<TokenStream> = region.params.iter().filter_map(|p| errors.keep(self.param(p))).collect();
+        let consts: Vec<TokenStream> = region.consts.iter().filter_map(|c| errors.keep(self.param(c))).collect();
         errors.finish(())?;
         let ty = Ident::new(&format!("__Region{}", self.regions), Span::mixed_site());
         self.regions += 1;
-        self.stmts.push(derive::kernel(region, &ty));
+        self.stmts.push(derive::kernel(region, &ty, &consts));
         let tape = &self.tape;
         Ok(Value::Var(quote!(::grad_runtime::dsl::fused(#tape, #ty, [#(#leaves),*], [#(#params),*]))))
     }

@@ -42,24 +42,31 @@ fn expansion() {
         let s = ::grad_runtime::g_sum(__tape, h);
         let __t0 = ::grad_runtime::g_mul(__tape, h, s);
         struct __Region1;
-        impl<T: ::grad_runtime::Float> ::grad_runtime::dsl::Kernel<T, 1, 1>
+        impl<T: ::grad_runtime::Float> ::grad_runtime::dsl::Kernel<T, 1, 0>
         for __Region1 {
             const NAME: &'static str = "fused exp(s) + 1";
             const STEPS: &'static [::grad_runtime::dsl::Step] = {
                 use ::grad_runtime::dsl::step::*;
-                &[exp(leaf(0)), add(step(0), param(0))]
+                &[exp(leaf(0)), add(step(0), constant(0))]
             };
             const SITES: &'static [&'static ::core::panic::Location<'static>] = &[
                 ::grad_runtime::dsl::here(),
                 ::grad_runtime::dsl::here(),
             ];
-            #[inline(always)]
-            fn forward([x0]: [T; 1], [p0]: [T; 1]) -> T {
-                let v0 = ::grad_runtime::dsl::scalar::exp(x0);
-                v0 + p0
+            fn constant(k: usize) -> T {
+                match k {
+                    0 => ::grad_runtime::dsl::lit(1.0f32, 1.0f64),
+                    _ => ::grad_runtime::dsl::lit(<f32>::NAN, <f64>::NAN),
+                }
             }
             #[inline(always)]
-            fn backward([x0]: [T; 1], _: T, g: T, [_]: [T; 1]) -> [T; 1] {
+            fn forward([x0]: [T; 1], []: [T; 0]) -> T {
+                let c0: T = ::grad_runtime::dsl::lit(1.0f32, 1.0f64);
+                let v0 = ::grad_runtime::dsl::scalar::exp(x0);
+                v0 + c0
+            }
+            #[inline(always)]
+            fn backward([x0]: [T; 1], _: T, g: T, []: [T; 0]) -> [T; 1] {
                 let v0 = ::grad_runtime::dsl::scalar::exp(x0);
                 let g0 = g;
                 let d0 = g0 * ::grad_runtime::dsl::scalar::exp_df(v0);
@@ -72,7 +79,7 @@ fn expansion() {
                 __tape,
                 __Region1,
                 [::grad_runtime::dsl::Operand::Var(s)],
-                [::grad_runtime::dsl::lit(1.0f32, 1.0f64)],
+                [],
             ),
         )
     }

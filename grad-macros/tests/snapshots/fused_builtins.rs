@@ -5,16 +5,16 @@ fn expansion() {
         use ::grad_runtime::dsl::AsTape as _;
         let __tape = (tape).as_tape();
         struct __Region0;
-        impl<T: ::grad_runtime::Float> ::grad_runtime::dsl::Kernel<T, 1, 4>
+        impl<T: ::grad_runtime::Float> ::grad_runtime::dsl::Kernel<T, 1, 2>
         for __Region0 {
             const NAME: &'static str = "fused pow(x, 3) * leaky_relu(x, slope) + clamp(x, -1, hi)";
             const STEPS: &'static [::grad_runtime::dsl::Step] = {
                 use ::grad_runtime::dsl::step::*;
                 &[
-                    pow(leaf(0), param(0)),
-                    leaky_relu(leaf(0), param(1)),
+                    pow(leaf(0), constant(0)),
+                    leaky_relu(leaf(0), param(0)),
                     mul(step(0), step(1)),
-                    clamp(leaf(0), param(2), param(3)),
+                    clamp(leaf(0), constant(1), param(1)),
                     add(step(2), step(3)),
                 ]
             };
@@ -25,25 +25,36 @@ fn expansion() {
                 ::grad_runtime::dsl::here(),
                 ::grad_runtime::dsl::here(),
             ];
+            fn constant(k: usize) -> T {
+                match k {
+                    0 => ::grad_runtime::dsl::lit(3.0f32, 3.0f64),
+                    1 => ::grad_runtime::dsl::lit(-1.0f32, -1.0f64),
+                    _ => ::grad_runtime::dsl::lit(<f32>::NAN, <f64>::NAN),
+                }
+            }
             #[inline(always)]
-            fn forward([x0]: [T; 1], [p0, p1, p2, p3]: [T; 4]) -> T {
-                let v0 = ::grad_runtime::dsl::scalar::pow(x0, p0);
-                let v1 = ::grad_runtime::dsl::scalar::leaky_relu(x0, p1);
+            fn forward([x0]: [T; 1], [p0, p1]: [T; 2]) -> T {
+                let c0: T = ::grad_runtime::dsl::lit(3.0f32, 3.0f64);
+                let c1: T = ::grad_runtime::dsl::lit(-1.0f32, -1.0f64);
+                let v0 = ::grad_runtime::dsl::scalar::pow(x0, c0);
+                let v1 = ::grad_runtime::dsl::scalar::leaky_relu(x0, p0);
                 let v2 = v0 * v1;
-                let v3 = ::grad_runtime::dsl::scalar::clamp(x0, p2, p3);
+                let v3 = ::grad_runtime::dsl::scalar::clamp(x0, c1, p1);
                 v2 + v3
             }
             #[inline(always)]
-            fn backward([x0]: [T; 1], _: T, g: T, [p0, p1, p2, p3]: [T; 4]) -> [T; 1] {
-                let v0 = ::grad_runtime::dsl::scalar::pow(x0, p0);
-                let v1 = ::grad_runtime::dsl::scalar::leaky_relu(x0, p1);
+            fn backward([x0]: [T; 1], _: T, g: T, [p0, p1]: [T; 2]) -> [T; 1] {
+                let c0: T = ::grad_runtime::dsl::lit(3.0f32, 3.0f64);
+                let c1: T = ::grad_runtime::dsl::lit(-1.0f32, -1.0f64);
+                let v0 = ::grad_runtime::dsl::scalar::pow(x0, c0);
+                let v1 = ::grad_runtime::dsl::scalar::leaky_relu(x0, p0);
                 let g2 = g;
                 let g3 = g;
-                let d0 = g3 * ::grad_runtime::dsl::scalar::clamp_df(x0, p2, p3);
+                let d0 = g3 * ::grad_runtime::dsl::scalar::clamp_df(x0, c1, p1);
                 let g0 = g2 * v1;
                 let g1 = g2 * v0;
-                let d0 = d0 + g1 * ::grad_runtime::dsl::scalar::leaky_relu_df(x0, p1);
-                let d0 = d0 + g0 * ::grad_runtime::dsl::scalar::pow_df(x0, p0);
+                let d0 = d0 + g1 * ::grad_runtime::dsl::scalar::leaky_relu_df(x0, p0);
+                let d0 = d0 + g0 * ::grad_runtime::dsl::scalar::pow_df(x0, c0);
                 [d0]
             }
         }
@@ -51,12 +62,7 @@ fn expansion() {
             __tape,
             __Region0,
             [::grad_runtime::dsl::Operand::Var(x)],
-            [
-                ::grad_runtime::dsl::lit(3.0f32, 3.0f64),
-                slope,
-                ::grad_runtime::dsl::lit(-1.0f32, -1.0f64),
-                hi,
-            ],
+            [slope, hi],
         );
         struct __Region1;
         impl<T: ::grad_runtime::Float> ::grad_runtime::dsl::Kernel<T, 1, 0>

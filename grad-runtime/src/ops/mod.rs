@@ -257,7 +257,7 @@ impl<T: Float> Op<T> {
             Op::CrossEntropy { targets: indices, .. } | Op::Embedding { ids: indices, .. } => (Some(indices), None),
             Op::Fused(node) => {
                 let (inputs, scalars) = node.into_buffers();
-                (Some(inputs), Some(scalars))
+                (inputs, Some(scalars))
             }
             Op::Param
             | Op::Constant

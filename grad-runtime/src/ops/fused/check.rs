@@ -43,23 +43,82 @@ enum Seen {
     Bad(ErrorKind),
 }
 
-/// Walks `steps`, recording the first error on `tp`; the resolved node of
-/// each leaf goes to `ids` (`SCALAR_LEAF` for a Rust scalar).
+/// What a region's steps read besides its leaves: its run-time
+/// parameters and its kernel's constants.
+#[derive(Clone, Copy)]
+pub(crate) struct Scalars<'a, T> {
+    pub(crate) params: &'a [T],
+    pub(crate) constant: fn(usize) -> T,
+}
+
+impl<T: Float> Scalars<'_, T> {
+    /// The number `src` names, if it names one.
+    pub(crate) fn get(&self, src: Src) -> Option<T> {
+        match src {
+            Src::Param(i) => self.params.get(i).copied(),
+            Src::Const(k) => Some((self.constant)(k)),
+            Src::Leaf(_) | Src::Step(_) => None,
+        }
+    }
+}
+
+/// Walks `steps` (`well_formed` as `plan::well_formed` says), recording
+/// the first error on `tp`; the resolved node of each leaf goes to `ids`
+/// (`SCALAR_LEAF` for a Rust scalar).
 pub(crate) fn check<T: Float>(
     tp: &mut Tape<T>,
+    well_formed: bool,
     steps: &[Step],
     sites: &[&'static Location<'static>],
     leaves: &[Operand<T>],
-    params: &[T],
+    scalars: Scalars<'_, T>,
     ids: &mut [NodeId],
 ) -> Option<Checked> {
-    let folds_inside = steps.iter().rev().skip(1).any(Step::is_fold);
-    if steps.is_empty() || folds_inside || sites.len() != steps.len() || ids.len() != leaves.len() {
+    if !well_formed || ids.len() != leaves.len() {
         return malformed(tp);
     }
-    let mut walk = Walker { tp, steps, sites, leaves, params, ids, exact: true, fold_shape: None };
+    if let Some(checked) = quick(tp, steps, leaves, scalars, ids) {
+        return Some(checked);
+    }
+    let mut walk = Walker { tp, steps, sites, leaves, scalars, ids, exact: true, fold_shape: None };
     let Seen::Tensor { shape, .. } = walk.visit(steps.len() - 1)? else { return malformed(walk.tp) };
     Some(Checked { shape: walk.fold_shape.take().unwrap_or(shape), exact: walk.exact })
+}
+
+/// The common case, without a walk: every tensor leaf a live handle of
+/// one shape. Then nothing broadcasts, so no step can fail on shapes and
+/// every value that carries a gradient has that shape; only `clamp`'s
+/// bounds remain to check. `None` sends the region to
+/// the walk, which finds and records the error, if any.
+fn quick<T: Float>(
+    tp: &Tape<T>,
+    steps: &[Step],
+    leaves: &[Operand<T>],
+    scalars: Scalars<'_, T>,
+    ids: &mut [NodeId],
+) -> Option<Checked> {
+    let mut shape: Option<NodeId> = None;
+    for (leaf, slot) in leaves.iter().zip(ids.iter_mut()) {
+        *slot = match *leaf {
+            Operand::Scalar(_) => SCALAR_LEAF,
+            Operand::Var(v) => {
+                let id = tp.check(v).ok()?;
+                if shape.is_some_and(|s| tp.shape(s) != tp.shape(id)) {
+                    return None;
+                }
+                shape = Some(id);
+                id
+            }
+        };
+    }
+    for step in steps.iter().filter(|s| s.op == StepOp::Apply(Func::Clamp)) {
+        let (lo, hi) = (scalars.get(step.b?)?, scalars.get(step.c?)?);
+        if lo.is_nan() || hi.is_nan() || lo > hi {
+            return None;
+        }
+    }
+    let shape = shape.map_or_else(|| IxDyn(&[]), |id| tp.value_of(id).shape.clone());
+    Some(Checked { shape, exact: true })
 }
 
 /// Records that a plan (written by `grad!`, never by hand) is not one.
@@ -78,7 +137,7 @@ struct Walker<'a, T: Float> {
     steps: &'a [Step],
     sites: &'a [&'static Location<'static>],
     leaves: &'a [Operand<T>],
-    params: &'a [T],
+    scalars: Scalars<'a, T>,
     ids: &'a mut [NodeId],
     exact: bool,
     /// The shape a folded `sum` or `mean` reduces.
@@ -111,7 +170,8 @@ impl<T: Float> Walker<'_, T> {
     /// A leaf or parameter operand.
     fn resolve(&mut self, src: Src) -> Option<Seen> {
         match src {
-            Src::Param(i) if i < self.params.len() => Some(Seen::Scalar),
+            Src::Param(i) if i < self.scalars.params.len() => Some(Seen::Scalar),
+            Src::Const(_) => Some(Seen::Scalar),
             Src::Leaf(i) if i < self.leaves.len() => Some(match self.leaves[i] {
                 Operand::Scalar(_) => {
                     self.ids[i] = SCALAR_LEAF;
@@ -132,12 +192,11 @@ impl<T: Float> Walker<'_, T> {
     /// The number `src` names, for `clamp`'s bounds.
     fn number(&self, src: Option<Src>) -> Option<T> {
         match src? {
-            Src::Param(i) => self.params.get(i).copied(),
             Src::Leaf(i) => match self.leaves.get(i)? {
                 Operand::Scalar(s) => Some(*s),
                 Operand::Var(_) => None,
             },
-            Src::Step(_) => None,
+            src => self.scalars.get(src),
         }
     }
 

@@ -8,7 +8,7 @@ use std::panic::Location;
 use ndarray::{Dimension, IxDyn};
 
 use super::loops::{self, Input, Source};
-use super::plan::{Step, StepOp};
+use super::plan::{self, Step, StepOp};
 use super::{Fused, SCALAR_LEAF};
 use crate::Float;
 use crate::broadcast::{broadcast_shapes, reduce_into};
@@ -16,7 +16,8 @@ use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
 use crate::tensor::Tensor;
 
-/// A fused region of `grad!`: `N` inputs, `P` scalar parameters, the
+/// A fused region of `grad!`: `N` inputs, `P` run-time scalar parameters
+/// (numbers written in the region are constants of its code), the
 /// per-element value and the per-element gradient of every input, derived
 /// by the macro. Implemented by the zero-sized types the expansion of a
 /// `grad!` block declares; not meant to be written by hand.
@@ -29,6 +30,17 @@ pub trait Kernel<T: Float, const N: usize, const P: usize>: Sync + 'static {
     /// The source location of each step's operator or function name, for
     /// its errors.
     const SITES: &'static [&'static Location<'static>];
+    /// Whether `STEPS` is a well-formed plan, decided at compile time.
+    const WELL_FORMED: bool = plan::well_formed(Self::STEPS, N, P) && Self::SITES.len() == Self::STEPS.len();
+    /// The folded `sum` or `mean` that ends the region, if any.
+    const FOLD: Option<StepOp> = plan::fold(Self::STEPS);
+
+    /// Constant `k` (`Src::Const(k)` in the plan): a number the kernel's
+    /// code holds; NaN for a `k` it does not have.
+    fn constant(k: usize) -> T {
+        let _ = k;
+        T::nan()
+    }
 
     /// The value of the region's elementwise root at one element.
     fn forward(x: [T; N], p: [T; P]) -> T;
@@ -36,11 +48,6 @@ pub trait Kernel<T: Float, const N: usize, const P: usize>: Sync + 'static {
     /// Each input's gradient at one element, `g` times the input's partial
     /// derivative, where `y` is the root's value there and `g` its gradient.
     fn backward(x: [T; N], y: T, g: T, p: [T; P]) -> [T; N];
-}
-
-/// Whether the region ends in a folded `sum` or `mean`.
-pub(crate) fn fold(steps: &[Step]) -> Option<StepOp> {
-    steps.last().filter(|s| s.is_fold()).map(|s| s.op)
 }
 
 /// The backward rule of kernel `K`, which a fused node keeps as a
@@ -53,21 +60,28 @@ pub(crate) fn backward<T: Float, K: Kernel<T, N, P>, const N: usize, const P: us
     node: &Fused<T>,
 ) {
     let Some((inputs, params)) = node_inputs::<T, N, P>(sink, node) else { return };
-    let Some(shape) = broadcast_all(&inputs) else { return };
-    let n = shape.size();
-    let (y, seed) = match fold(K::STEPS) {
+    let folded_shape = match K::FOLD {
+        None => None,
+        Some(_) => match broadcast_all(&inputs) {
+            Some(shape) => Some(shape),
+            None => return,
+        },
+    };
+    let shape = folded_shape.as_ref().map_or(out.shape(), |s| s.slice());
+    let n = shape.iter().product();
+    let (y, seed) = match K::FOLD {
         Some(StepOp::Mean) => (None, Source::Splat(g.data[0] / T::from_usize(n))),
         Some(_) => (None, Source::Splat(g.data[0])),
         None => (Some(out.data.as_slice()), Source::Slice(g.data.as_slice())),
     };
-    let ids = &node.inputs;
+    let ids = node.leaves();
     let wanted: [bool; N] = std::array::from_fn(|k| ids[k] != SCALAR_LEAF && sink.wants(ids[k]));
     let mut partials: [Vec<T>; N] = std::array::from_fn(|k| if wanted[k] { sink.scratch(n) } else { Vec::new() });
     let outs = partials.each_mut().map(|buffer| buffer.as_mut_slice());
-    loops::backward::<T, K, N, P>(&inputs, params, shape.slice(), y, seed, outs);
+    loops::backward::<T, K, N, P>(&inputs, params, shape, y, seed, outs);
     for (k, partial) in partials.into_iter().enumerate() {
         if wanted[k] {
-            contribute(sink, ids[k], partial, shape.slice());
+            contribute(sink, ids[k], partial, shape);
         }
     }
 }
@@ -78,13 +92,13 @@ fn node_inputs<'a, T: Float, const N: usize, const P: usize>(
     sink: &GradSink<'a, T>,
     node: &'a Fused<T>,
 ) -> Option<([Input<'a, T>; N], [T; P])> {
-    if node.inputs.len() != N || node.scalars.len() < P {
+    if node.leaves().len() != N || node.scalars.len() < P {
         return None;
     }
     let params: [T; P] = std::array::from_fn(|k| node.scalars[k]);
     let mut next_scalar = P;
     let mut inputs = [Input { data: &[][..], shape: &[][..] }; N];
-    for (input, &id) in inputs.iter_mut().zip(&node.inputs) {
+    for (input, &id) in inputs.iter_mut().zip(node.leaves()) {
         *input = if id == SCALAR_LEAF {
             let data = node.scalars.get(next_scalar..next_scalar + 1)?;
             next_scalar += 1;
@@ -99,6 +113,10 @@ fn node_inputs<'a, T: Float, const N: usize, const P: usize>(
 
 /// The shape every input broadcasts to: the region's elementwise shape.
 pub(crate) fn broadcast_all<T>(inputs: &[Input<'_, T>]) -> Option<IxDyn> {
+    let largest = inputs.iter().map(|x| x.shape).max_by_key(|s| s.len()).unwrap_or(&[]);
+    if inputs.iter().all(|x| x.shape == largest || x.shape.is_empty()) {
+        return Some(IxDyn(largest));
+    }
     inputs.iter().try_fold(IxDyn(&[]), |shape, input| broadcast_shapes(shape.slice(), input.shape))
 }
 

@@ -161,11 +161,31 @@ fn sum_tree<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize>(
     }
 }
 
+/// The inputs as plain slices, when none is splatted.
+fn slices<'a, T, const N: usize>(x: &[Source<'a, T>; N]) -> Option<[&'a [T]; N]> {
+    let mut out = [&[][..]; N];
+    for (o, source) in out.iter_mut().zip(x) {
+        match source {
+            Source::Slice(s) => *o = s,
+            Source::Splat(_) => return None,
+        }
+    }
+    Some(out)
+}
+
 fn forward_segment<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize>(
     x: [Source<'_, T>; N],
     p: [T; P],
     out: &mut [T],
 ) {
+    if let Some(x) = slices(&x) {
+        // Every input one value per element: read them in place.
+        let x = x.map(|x| &x[..out.len()]);
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = K::forward(std::array::from_fn(|k| x[k][i]), p);
+        }
+        return;
+    }
     let mut tile = [[T::zero(); TILE]; N];
     splat(&x, &mut tile);
     for (t, out) in out.chunks_mut(TILE).enumerate() {
@@ -213,8 +233,10 @@ pub(crate) fn backward<T: Float, K: Kernel<T, N, P>, const N: usize, const P: us
     let run = |start: usize, len: usize, outs: [&mut [T]; N]| {
         if flat { segment(start, len, outs) } else { rows(start, len, outs) }
     };
-    let parallel = worth_it(total);
-    parallel::run(parallel, || split(0, total, unit, parallel, outs, &run));
+    if !worth_it(total) {
+        return run(0, total, outs);
+    }
+    parallel::run(true, || split(0, total, unit, true, outs, &run));
 }
 
 /// Runs `f(start, len, outs)` over `0..total` cut into halves of whole
@@ -256,6 +278,29 @@ fn backward_segment<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize
     mut outs: [&mut [T]; N],
     len: usize,
 ) {
+    if let Some(x) = slices(&x)
+        && outs.iter().all(|o| o.len() == len)
+    {
+        // Every input read in place and every gradient wanted.
+        let x = x.map(|x| &x[..len]);
+        let input = |i: usize| std::array::from_fn(|k| x[k][i]);
+        match (y, g) {
+            (Some(y), Source::Slice(g)) => {
+                let (y, g) = (&y[..len], &g[..len]);
+                each(&mut outs, len, |i| K::backward(input(i), y[i], g[i], p));
+            }
+            (None, Source::Splat(g)) => each(&mut outs, len, |i| K::backward(input(i), K::forward(input(i), p), g, p)),
+            (Some(y), Source::Splat(g)) => {
+                let y = &y[..len];
+                each(&mut outs, len, |i| K::backward(input(i), y[i], g, p));
+            }
+            (None, Source::Slice(g)) => {
+                let g = &g[..len];
+                each(&mut outs, len, |i| K::backward(input(i), K::forward(input(i), p), g[i], p));
+            }
+        }
+        return;
+    }
     let mut tile = [[T::zero(); TILE]; N];
     let mut gradients = [[T::zero(); TILE]; N];
     let (mut y_tile, mut g_tile) = ([T::zero(); TILE], [T::zero(); TILE]);
@@ -285,6 +330,18 @@ fn backward_segment<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize
             if !out.is_empty() {
                 out[start..start + m].copy_from_slice(&gradient[..m]);
             }
+        }
+    }
+}
+
+/// `outs[k][i] = gradients(i)[k]` for every position `i < len`.
+#[inline(always)]
+fn each<T: Copy, const N: usize>(outs: &mut [&mut [T]; N], len: usize, gradients: impl Fn(usize) -> [T; N]) {
+    let mut outs = outs.each_mut().map(|o| &mut o[..len]);
+    for i in 0..len {
+        let d = gradients(i);
+        for (out, d) in outs.iter_mut().zip(d) {
+            out[i] = d;
         }
     }
 }

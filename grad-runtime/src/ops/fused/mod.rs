@@ -29,7 +29,6 @@ use std::fmt;
 use ndarray::{Dimension, IxDyn};
 
 pub use kernel::Kernel;
-use kernel::fold;
 use loops::Input;
 pub use plan::{Func, Src, Step, StepOp, step};
 
@@ -55,8 +54,25 @@ type Backward<T> = fn(&mut GradSink<'_, T>, &Tensor<T>, &Tensor<T>, &Fused<T>);
 pub(crate) struct Fused<T> {
     name: &'static str,
     backward: Backward<T>,
-    inputs: Vec<NodeId>,
+    inputs: Inputs,
     scalars: Vec<T>,
+}
+
+/// A fused node's leaves: one inline (the node keeps no buffer), or a
+/// pooled index buffer.
+#[derive(Clone, Debug)]
+enum Inputs {
+    One(NodeId),
+    Pooled(Vec<NodeId>),
+}
+
+impl Inputs {
+    fn as_slice(&self) -> &[NodeId] {
+        match self {
+            Inputs::One(id) => std::slice::from_ref(id),
+            Inputs::Pooled(ids) => ids,
+        }
+    }
 }
 
 impl<T> Fused<T> {
@@ -64,14 +80,22 @@ impl<T> Fused<T> {
         self.name
     }
 
+    /// One entry per leaf: a node, or `SCALAR_LEAF`.
+    pub(super) fn leaves(&self) -> &[NodeId] {
+        self.inputs.as_slice()
+    }
+
     /// The input nodes (Rust scalars are not nodes).
     pub(crate) fn inputs(&self) -> impl Iterator<Item = NodeId> + '_ {
-        self.inputs.iter().copied().filter(|&id| id != SCALAR_LEAF)
+        self.leaves().iter().copied().filter(|&id| id != SCALAR_LEAF)
     }
 
     /// The pooled buffers, handed back when the node is dropped.
-    pub(crate) fn into_buffers(self) -> (Vec<NodeId>, Vec<T>) {
-        (self.inputs, self.scalars)
+    pub(crate) fn into_buffers(self) -> (Option<Vec<NodeId>>, Vec<T>) {
+        match self.inputs {
+            Inputs::One(_) => (None, self.scalars),
+            Inputs::Pooled(ids) => (Some(ids), self.scalars),
+        }
     }
 }
 
@@ -98,18 +122,22 @@ pub fn fused<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize>(
         return tp.poisoned_var();
     }
     let mut ids = [SCALAR_LEAF; N];
-    let Some(checked) = check::check(tp, K::STEPS, K::SITES, &leaves, &params, &mut ids) else {
+    let scalars = check::Scalars { params: &params, constant: K::constant };
+    let Some(checked) = check::check(tp, K::WELL_FORMED, K::STEPS, K::SITES, &leaves, scalars, &mut ids) else {
         return tp.poisoned_var();
     };
     if !checked.exact {
-        return unfused::run(tp, K::STEPS, &leaves, &params);
+        return unfused::run(tp, K::STEPS, &leaves, scalars);
     }
     let mut scalars = tp.scratch(P + leaves.iter().filter(|l| matches!(l, Operand::Scalar(_))).count());
     scalars[..P].copy_from_slice(&params);
     let leaf_scalars = leaves.iter().filter_map(|l| if let Operand::Scalar(s) = l { Some(*s) } else { None });
     scalars[P..].iter_mut().zip(leaf_scalars).for_each(|(slot, s)| *slot = s);
     let out = compute::<T, K, N, P>(tp, &ids, &scalars, checked.shape);
-    let inputs = tp.copy_indices(&ids);
+    let inputs = match ids.as_slice() {
+        &[id] => Inputs::One(id),
+        ids => Inputs::Pooled(tp.copy_indices(ids)),
+    };
     let node = Fused { name: K::NAME, backward: kernel::backward::<T, K, N, P>, inputs, scalars };
     tp.push(Op::Fused(node), out)
 }
@@ -123,9 +151,10 @@ fn compute<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize>(
 ) -> Tensor<T> {
     let params: [T; P] = std::array::from_fn(|k| scalars[k]);
     let total = shape.size();
-    let Some(op) = fold(K::STEPS) else {
-        let mut out = tp.output(shape.clone());
-        loops::forward::<T, K, N, P>(&inputs_on(tp, ids, &scalars[P..]), params, shape.slice(), &mut out.data);
+    let Some(op) = K::FOLD else {
+        let mut out = tp.output(shape);
+        let Tensor { shape, data } = &mut out;
+        loops::forward::<T, K, N, P>(&inputs_on(tp, ids, &scalars[P..]), params, shape.slice(), data);
         return out;
     };
     let mut out = tp.output(IxDyn(&[]));

@@ -12,9 +12,13 @@ pub enum Src {
     /// Input `k` of the region: a `Var`, or a Rust scalar when the macro
     /// could not tell which (a free identifier).
     Leaf(usize),
-    /// Scalar parameter `k`: a number, or a Rust scalar passed to a
-    /// built-in (`pow`'s `p`, `clamp`'s bounds).
+    /// Scalar parameter `k`: a Rust scalar (a variable, a number `let`, a
+    /// block), in `+ - * /` or passed to a built-in (`pow`'s `p`,
+    /// `clamp`'s bounds).
     Param(usize),
+    /// Constant `k` of the kernel (`Kernel::constant`): a number written
+    /// in the region, compiled into its code.
+    Const(usize),
     /// The value of an earlier step.
     Step(usize),
 }
@@ -87,11 +91,46 @@ pub struct Step {
     pub c: Option<Src>,
 }
 
-impl Step {
-    /// Whether the step is a folded reduction (`sum`, `mean`).
-    pub(crate) fn is_fold(&self) -> bool {
-        matches!(self.op, StepOp::Sum | StepOp::Mean)
+/// The folded `sum` or `mean` that ends `steps`, if any.
+pub const fn fold(steps: &[Step]) -> Option<StepOp> {
+    match steps.last() {
+        Some(Step { op: op @ (StepOp::Sum | StepOp::Mean), .. }) => Some(*op),
+        _ => None,
     }
+}
+
+/// Whether `steps` is a plan over `leaves` inputs and `params` parameters:
+/// not empty, every operand an earlier step, an input or a parameter, a
+/// fold only last, and `clamp` given its bounds. Evaluated when a kernel
+/// is compiled (`Kernel::WELL_FORMED`), so the checks at run time skip it.
+pub const fn well_formed(steps: &[Step], leaves: usize, params: usize) -> bool {
+    let mut k = 0;
+    while k < steps.len() {
+        let step = steps[k];
+        let fold = matches!(step.op, StepOp::Sum | StepOp::Mean);
+        let clamp = matches!(step.op, StepOp::Apply(Func::Clamp));
+        let srcs = [Some(step.a), step.b, step.c];
+        let mut i = 0;
+        while i < srcs.len() {
+            if let Some(src) = srcs[i] {
+                let ok = match src {
+                    Src::Leaf(j) => j < leaves,
+                    Src::Param(j) => j < params,
+                    Src::Const(_) => true,
+                    Src::Step(j) => j < k,
+                };
+                if !ok {
+                    return false;
+                }
+            }
+            i += 1;
+        }
+        if (fold && k + 1 != steps.len()) || (clamp && (step.b.is_none() || step.c.is_none())) {
+            return false;
+        }
+        k += 1;
+    }
+    !steps.is_empty()
 }
 
 /// Constructors of plan entries, short enough to read in an expansion:
@@ -115,6 +154,11 @@ pub mod step {
     /// Scalar parameter `k`.
     pub const fn param(k: usize) -> Src {
         Src::Param(k)
+    }
+
+    /// Constant `k` of the kernel.
+    pub const fn constant(k: usize) -> Src {
+        Src::Const(k)
     }
 
     /// The value of step `k`.

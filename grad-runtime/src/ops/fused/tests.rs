@@ -181,3 +181,9 @@ fn rust_scalar_leaves_are_splatted() {
     tape.backward(y).unwrap();
     assert_eq!(tape.grad(c), ndarray::array![0.75, 0.75].into_dyn());
 }
+
+#[test]
+fn a_fused_node_is_no_larger_than_the_largest_op() {
+    assert!(std::mem::size_of::<super::Fused<f64>>() <= 72, "{}", std::mem::size_of::<super::Fused<f64>>());
+    assert_eq!(std::mem::size_of::<crate::ops::Op<f64>>(), 72);
+}

@@ -5,6 +5,7 @@
 
 use ndarray::arr0;
 
+use super::check::Scalars;
 use super::plan::{Func, Src, Step, StepOp};
 use crate::dsl::{self, Operand};
 use crate::{Float, Tape, Var};
@@ -14,15 +15,15 @@ use crate::{
 };
 
 /// The value of the plan's last step, computed op by op.
-pub(crate) fn run<T: Float>(tp: &mut Tape<T>, steps: &[Step], leaves: &[Operand<T>], params: &[T]) -> Var {
+pub(crate) fn run<T: Float>(tp: &mut Tape<T>, steps: &[Step], leaves: &[Operand<T>], scalars: Scalars<'_, T>) -> Var {
     let Some(root) = steps.len().checked_sub(1) else { return tp.poisoned_var() };
-    Unfused { steps, leaves, params }.step(tp, root)
+    Unfused { steps, leaves, scalars }.step(tp, root)
 }
 
 struct Unfused<'a, T> {
     steps: &'a [Step],
     leaves: &'a [Operand<T>],
-    params: &'a [T],
+    scalars: Scalars<'a, T>,
 }
 
 impl<T: Float> Unfused<'_, T> {
@@ -51,7 +52,7 @@ impl<T: Float> Unfused<'_, T> {
     fn operand(&self, tp: &mut Tape<T>, src: Src) -> Operand<T> {
         match src {
             Src::Leaf(i) => self.leaves[i],
-            Src::Param(i) => Operand::Scalar(self.params[i]),
+            Src::Param(_) | Src::Const(_) => Operand::Scalar(self.scalars.get(src).unwrap_or_else(T::nan)),
             Src::Step(j) => Operand::Var(self.step(tp, j)),
         }
     }
