@@ -54,10 +54,10 @@ fn expansion() {
             __tape,
             __Region0,
             [
-                ::grad_runtime::dsl::Operand::from(lr),
-                ::grad_runtime::dsl::Operand::from(x),
-                ::grad_runtime::dsl::Operand::from(bias),
-                ::grad_runtime::dsl::Operand::from(cfg.shift),
+                ::core::convert::Into::into(lr),
+                ::core::convert::Into::into(x),
+                ::core::convert::Into::into(bias),
+                ::core::convert::Into::into(cfg.shift),
             ],
             [],
         )

@@ -33,10 +33,7 @@ fn expansion() {
         let h = ::grad_runtime::dsl::fused(
             __tape,
             __Region0,
-            [
-                ::grad_runtime::dsl::Operand::from(x),
-                ::grad_runtime::dsl::Operand::from(b),
-            ],
+            [::core::convert::Into::into(x), ::core::convert::Into::into(b)],
             [],
         );
         let s = ::grad_runtime::g_sum(__tape, h);

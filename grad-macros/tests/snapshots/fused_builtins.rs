@@ -176,7 +176,7 @@ fn expansion() {
             ::grad_runtime::dsl::fused(
                 __tape,
                 __Region2,
-                [::grad_runtime::dsl::Operand::from(x)],
+                [::core::convert::Into::into(x)],
                 [],
             ),
         )

@@ -44,7 +44,7 @@ fn expansion() {
         ::grad_runtime::dsl::fused(
             __tape,
             __Region0,
-            [::grad_runtime::dsl::Operand::from(x)],
+            [::core::convert::Into::into(x)],
             [],
         )
     }

@@ -63,7 +63,7 @@ fn expansion() {
             __Region0,
             [
                 ::grad_runtime::dsl::Operand::Var(h),
-                ::grad_runtime::dsl::Operand::from(b),
+                ::core::convert::Into::into(b),
                 ::grad_runtime::dsl::Operand::Var(__t0),
             ],
             [],

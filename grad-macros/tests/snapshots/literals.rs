@@ -41,7 +41,7 @@ fn expansion() {
         let __t0 = ::grad_runtime::dsl::fused(
             __tape,
             __Region0,
-            [::grad_runtime::dsl::Operand::from(x)],
+            [::core::convert::Into::into(x)],
             [],
         );
         let __t1 = ::grad_runtime::dsl::sub(

@@ -34,10 +34,7 @@ fn expansion() {
         let y = ::grad_runtime::dsl::fused(
             __tape,
             __Region0,
-            [
-                ::grad_runtime::dsl::Operand::Var(__t0),
-                ::grad_runtime::dsl::Operand::from(b),
-            ],
+            [::grad_runtime::dsl::Operand::Var(__t0), ::core::convert::Into::into(b)],
             [],
         );
         ::grad_runtime::g_mse(__tape, y, t)

@@ -55,11 +55,11 @@ fn expansion() {
             __tape,
             __Region0,
             [
-                ::grad_runtime::dsl::Operand::from(a),
+                ::core::convert::Into::into(a),
                 ::grad_runtime::dsl::Operand::Var(__t1),
-                ::grad_runtime::dsl::Operand::from(e),
-                ::grad_runtime::dsl::Operand::from(f),
-                ::grad_runtime::dsl::Operand::from(g),
+                ::core::convert::Into::into(e),
+                ::core::convert::Into::into(f),
+                ::core::convert::Into::into(g),
             ],
             [],
         )

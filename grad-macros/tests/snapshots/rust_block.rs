@@ -34,9 +34,9 @@ fn expansion() {
             __tape,
             __Region0,
             [
-                ::grad_runtime::dsl::Operand::from(x),
-                ::grad_runtime::dsl::Operand::from(1.0 / n as f32),
-                ::grad_runtime::dsl::Operand::from(offsets[3]),
+                ::core::convert::Into::into(x),
+                ::core::convert::Into::into(1.0 / n as f32),
+                ::core::convert::Into::into(offsets[3]),
             ],
             [],
         )
