@@ -279,7 +279,7 @@ fn operators_broadcasting_and_folds_finite_differences() {
 #[test]
 fn fused_derivatives_hit_exact_known_values() {
     let x = integers(&[2, 3], -2.0);
-    let sum_of_squares = grads_with(&[x.clone()], &scalar(1.0), |tp, v| {
+    let sum_of_squares = grads_with(std::slice::from_ref(&x), &scalar(1.0), |tp, v| {
         let x = v[0];
         grad!(tp; sum(x * x))
     });
@@ -290,13 +290,13 @@ fn fused_derivatives_hit_exact_known_values() {
     });
     assert_eq!(mean_twice[0], ArrayD::from_elem(IxDyn(&[2, 4]), 0.25), "d/dx mean(2x) = 2/n");
     let at = array![-1.5, 0.0, 0.7, 2.0].into_dyn();
-    let exp = grads_with(&[at.clone()], &scalar(1.0), |tp, v| {
+    let exp = grads_with(std::slice::from_ref(&at), &scalar(1.0), |tp, v| {
         let x = v[0];
         grad!(tp; sum(exp(x) * 1))
     });
     assert_eq!(exp[0], at.mapv(f64::exp), "d/dx exp(x) = exp(x)");
     let kinks = array![-1.0, 0.0, 1.0].into_dyn();
-    let relu = grads_with(&[kinks.clone()], &scalar(1.0), |tp, v| {
+    let relu = grads_with(std::slice::from_ref(&kinks), &scalar(1.0), |tp, v| {
         let x = v[0];
         grad!(tp; sum(relu(x) * 2.0 + abs(x)))
     });
@@ -316,7 +316,8 @@ fn a_region_is_one_node() {
     let x = tape.param(array![[0.5f32, -1.0], [2.0, 0.25]]);
     let w = tape.param(array![[1.0f32, 0.0], [0.5, -0.5]]);
     let b = tape.param(array![0.1f32, -0.1]);
-    let programs: [fn(&mut Tape<f32>, Var, Var, Var) -> Var; 6] = [
+    type Block = fn(&mut Tape<f32>, Var, Var, Var) -> Var;
+    let programs: [Block; 6] = [
         |tp: &mut Tape<f32>, x, _, _| grad!(tp; tanh(x * 0.9 + 0.1)),
         |tp: &mut Tape<f32>, x, w, b| grad!(tp; relu(x @ w + b)),
         |tp: &mut Tape<f32>, x, _, _| grad!(tp; sum(sigmoid(x) * x)),

@@ -65,10 +65,15 @@ impl Func {
 /// What a step does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StepOp {
+    /// `a + b`.
     Add,
+    /// `a - b`.
     Sub,
+    /// `a * b`.
     Mul,
+    /// `a / b`.
     Div,
+    /// `-a`.
     Neg,
     /// An elementwise built-in; its scalar parameters are the step's `b`
     /// (`p`, `slope`, `lo`) and `c` (`hi`).
