@@ -281,25 +281,7 @@ fn backward_segment<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize
     if let Some(x) = slices(&x)
         && outs.iter().all(|o| o.len() == len)
     {
-        // Every input read in place and every gradient wanted.
-        let x = x.map(|x| &x[..len]);
-        let input = |i: usize| std::array::from_fn(|k| x[k][i]);
-        match (y, g) {
-            (Some(y), Source::Slice(g)) => {
-                let (y, g) = (&y[..len], &g[..len]);
-                each(&mut outs, len, |i| K::backward(input(i), y[i], g[i], p));
-            }
-            (None, Source::Splat(g)) => each(&mut outs, len, |i| K::backward(input(i), K::forward(input(i), p), g, p)),
-            (Some(y), Source::Splat(g)) => {
-                let y = &y[..len];
-                each(&mut outs, len, |i| K::backward(input(i), y[i], g, p));
-            }
-            (None, Source::Slice(g)) => {
-                let g = &g[..len];
-                each(&mut outs, len, |i| K::backward(input(i), K::forward(input(i), p), g[i], p));
-            }
-        }
-        return;
+        return backward_in_place::<T, K, N, P>(x, y, g, p, outs, len);
     }
     let mut tile = [[T::zero(); TILE]; N];
     let mut gradients = [[T::zero(); TILE]; N];
@@ -330,6 +312,35 @@ fn backward_segment<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize
             if !out.is_empty() {
                 out[start..start + m].copy_from_slice(&gradient[..m]);
             }
+        }
+    }
+}
+
+/// `backward_segment` when every input is read in place and every
+/// gradient is wanted: no tiles.
+fn backward_in_place<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize>(
+    x: [&[T]; N],
+    y: Option<&[T]>,
+    g: Source<'_, T>,
+    p: [T; P],
+    mut outs: [&mut [T]; N],
+    len: usize,
+) {
+    let x = x.map(|x| &x[..len]);
+    let input = |i: usize| std::array::from_fn(|k| x[k][i]);
+    match (y, g) {
+        (Some(y), Source::Slice(g)) => {
+            let (y, g) = (&y[..len], &g[..len]);
+            each(&mut outs, len, |i| K::backward(input(i), y[i], g[i], p));
+        }
+        (None, Source::Splat(g)) => each(&mut outs, len, |i| K::backward(input(i), K::forward(input(i), p), g, p)),
+        (Some(y), Source::Splat(g)) => {
+            let y = &y[..len];
+            each(&mut outs, len, |i| K::backward(input(i), y[i], g, p));
+        }
+        (None, Source::Slice(g)) => {
+            let g = &g[..len];
+            each(&mut outs, len, |i| K::backward(input(i), K::forward(input(i), p), g[i], p));
         }
     }
 }
