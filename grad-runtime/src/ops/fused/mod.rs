@@ -9,9 +9,12 @@
 //! order, `plan.rs`) and each op's source location. [`fused`] checks the
 //! plan as the unfused ops would check themselves (`check.rs`), runs the
 //! kernel over the inputs (`loops.rs`) and records the node, which keeps
-//! a `'static` reference to the kernel's rule (`kernel.rs`), its inputs in
-//! a pooled index buffer and its scalars in a pooled buffer: no `Box`, so
-//! a training step that rewinds its tape still allocates nothing.
+//! the kernel's name and backward rule as a `&'static str` and a function
+//! pointer (`kernel.rs`), one input inline or several in a pooled index
+//! buffer, and its run-time scalars (if any) in a pooled buffer: no `Box`,
+//! so a training step that rewinds its tape still allocates nothing. A
+//! region whose broadcast intermediate carries a gradient runs as the
+//! unfused ops (`unfused.rs`).
 //!
 //! Same answers: the kernels call the unfused ops' own scalar functions
 //! (`scalar.rs`) in the unfused order, so values are the same bits, and so
