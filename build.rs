@@ -1,5 +1,6 @@
 //! Generates the random `grad!` programs of `tests/macro_programs.rs`: each
-//! program twice, as a `grad!` block and as the hand-written `g_*` calls the
+//! program three times, as a `#[nofuse]` `grad!` block, as a fused one, and
+//! as the hand-written `g_*` calls the
 //! block must equal (values and gradients bit for bit). A proc macro only
 //! runs at compile time, so its random programs are written here, from a
 //! fixed seed; `GRAD_PROPTEST_SCALE=100` writes 100 times as many.
@@ -23,7 +24,11 @@ fn main() {
     let mut rng = SplitMix(0x6172_6164_2121);
     for k in 0..PROGRAMS * scale {
         let program = Program::random(&mut rng);
-        let _ = writeln!(table, "    Program {{ source: {:?}, dsl: dsl_{k}, hand: hand_{k} }},", program.dsl_source());
+        let _ = writeln!(
+            table,
+            "    Program {{ source: {:?}, dsl: dsl_{k}, fused: fused_{k}, hand: hand_{k} }},",
+            program.dsl_source()
+        );
         out.push_str(&program.functions(k));
     }
     table.push_str("];\n");
@@ -282,10 +287,12 @@ impl Program {
         let result = self.result.hand(&mut hand, &mut next);
         format!(
             "#[allow(unused_variables, clippy::all)]\nfn dsl_{k}(tape: &mut Tape<f64>, x: [Var; 3]) -> Var {{\n    \
-             let [x0, x1, x2] = x;\n    grad!({})\n}}\n\n\
+             let [x0, x1, x2] = x;\n    grad!(#[nofuse] {source})\n}}\n\n\
+             #[allow(unused_variables, clippy::all)]\nfn fused_{k}(tape: &mut Tape<f64>, x: [Var; 3]) -> Var {{\n    \
+             let [x0, x1, x2] = x;\n    grad!({source})\n}}\n\n\
              #[allow(unused_variables, clippy::all)]\nfn hand_{k}(tape: &mut Tape<f64>, x: [Var; 3]) -> Var {{\n    \
              let [x0, x1, x2] = x;\n{hand}    {result}\n}}\n\n",
-            self.dsl_source()
+            source = self.dsl_source()
         )
     }
 }

@@ -1,7 +1,10 @@
 //! The workloads of WORKLOADS.md, each next to a hand-written baseline in
 //! the same run: the same arithmetic on plain `ndarray` with the gradients
 //! derived by hand (no tape, no graph, no checks). The ratio of the two
-//! medians is the price of the tape.
+//! medians is the price of the tape. `grad` is written with `g_*` calls
+//! (one node per op); `grad_fused` (W1, W2, W5) is the same workload as a
+//! `grad!` block, whose elementwise chains are fused regions, and W5's
+//! `memcpy` copies as many bytes as its ideal moves.
 //!
 //! Run: `cargo bench --bench workloads` (add a filter, e.g. `-- w1`).
 
@@ -34,6 +37,18 @@ mod w1_mlp_step {
         let mark = tape.mark();
         bencher.bench_local(|| {
             model.step(&mut tape);
+            tape.reset_to(mark);
+        });
+    }
+
+    /// The step written with `grad!`: bias and relu fused.
+    #[divan::bench]
+    fn grad_fused(bencher: Bencher) {
+        let mut tape = Tape::<f32>::new();
+        let mut model = Mlp::new(&mut tape, 1);
+        let mark = tape.mark();
+        bencher.bench_local(|| {
+            model.step_fused(&mut tape);
             tape.reset_to(mark);
         });
     }
@@ -126,6 +141,24 @@ mod w2_small_ops {
                 h = g_tanh(&mut tape, shifted);
             }
             let loss = g_sum(&mut tape, h);
+            tape.backward(loss).unwrap();
+            black_box(tape.grad(x)[0]);
+            tape.reset_to(mark);
+        });
+    }
+
+    /// The chain written with `grad!`: each link one fused node (1001 nodes).
+    #[divan::bench]
+    fn grad_fused(bencher: Bencher) {
+        let mut tape = Tape::<f32>::new();
+        let x = tape.param(Array1::from_shape_fn(16, |i| i as f32 / 16.0));
+        let mark = tape.mark();
+        bencher.counter(ItemsCount::new(NODES)).bench_local(|| {
+            let mut h = x;
+            for _ in 0..1000 {
+                h = grad!(tape; tanh(h * 0.9 + 0.1));
+            }
+            let loss = grad!(tape; sum(h));
             tape.backward(loss).unwrap();
             black_box(tape.grad(x)[0]);
             tape.reset_to(mark);
@@ -242,6 +275,32 @@ mod w5_bandwidth {
             let loss = g_sum(&mut tape, sx);
             tape.backward(loss).unwrap();
             tape.reset_to(mark);
+        });
+    }
+
+    /// `grad!(tape; sum(sigmoid(x) * x))`: one fused node, the sum folded
+    /// in: one pass over `x` forward, one backward.
+    #[divan::bench(sample_count = 10)]
+    fn grad_fused(bencher: Bencher) {
+        let mut tape = Tape::<f32>::new();
+        let x = tape.param(normal(&mut Rng::new(5), &[N], 1.0));
+        let mark = tape.mark();
+        bencher.counter(BytesCount::new(BYTES)).bench_local(|| {
+            let loss = grad!(tape; sum(sigmoid(x) * x));
+            tape.backward(loss).unwrap();
+            tape.reset_to(mark);
+        });
+    }
+
+    /// A copy of as many bytes as the ideal moves (`BYTES`: 24M floats
+    /// read and written): the floor any implementation approaches.
+    #[divan::bench(sample_count = 10)]
+    fn memcpy(bencher: Bencher) {
+        let source = vec![1.0f32; N * 3 / 2];
+        let mut target = vec![0.0f32; N * 3 / 2];
+        bencher.counter(BytesCount::new(BYTES)).bench_local(|| {
+            target.copy_from_slice(black_box(&source));
+            black_box(target[0]);
         });
     }
 

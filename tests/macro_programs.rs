@@ -1,6 +1,7 @@
 //! Random `grad!` programs against the hand-written `g_*` calls they stand
-//! for: the same values, the same gradients (bit for bit) and the same
-//! nodes. The programs are written by `build.rs` (a proc macro runs at
+//! for: with `#[nofuse]`, the same values, the same gradients (bit for bit)
+//! and the same nodes; fused, the same values, no more nodes, and gradients
+//! within the fusion bound. The programs are written by `build.rs` (a proc macro runs at
 //! compile time): operators with NumPy's precedence and the fewest
 //! parentheses, scalars on either side, unary minus, `@`, built-ins and
 //! their method forms, `let` bindings and fan-out, half of them with
@@ -11,7 +12,10 @@ use ndarray::{ArrayD, IxDyn};
 
 pub struct Program {
     source: &'static str,
+    /// The block with `#[nofuse]`: every op a node, as hand-written.
     dsl: fn(&mut Tape<f64>, [Var; 3]) -> Var,
+    /// The block as written: elementwise chains fused.
+    fused: fn(&mut Tape<f64>, [Var; 3]) -> Var,
     hand: fn(&mut Tape<f64>, [Var; 3]) -> Var,
 }
 
@@ -19,7 +23,7 @@ include!(concat!(env!("OUT_DIR"), "/macro_programs.rs"));
 
 /// Runs a program on parameters of `n`: its nodes, its output and every
 /// input's gradient of the output's sum, as bits.
-fn run(program: fn(&mut Tape<f64>, [Var; 3]) -> Var, n: usize, seed: u64) -> (usize, Vec<u64>, Vec<u64>) {
+fn run(program: fn(&mut Tape<f64>, [Var; 3]) -> Var, n: usize, seed: u64) -> (usize, Vec<u64>, Vec<Vec<u64>>) {
     let mut rng = Rng::new(seed);
     let mut tape = Tape::<f64>::new();
     let mut input = |shape: &[usize]| tape.param(ArrayD::from_shape_fn(IxDyn(shape), |_| rng.normal()));
@@ -30,8 +34,24 @@ fn run(program: fn(&mut Tape<f64>, [Var; 3]) -> Var, n: usize, seed: u64) -> (us
     let values: Vec<u64> = tape.value(out).iter().map(|v| v.to_bits()).collect();
     let loss = g_sum(&mut tape, out);
     tape.backward(loss).expect("a valid program");
-    let grads = inputs.iter().flat_map(|&v| tape.grad(v).iter().map(|g| g.to_bits()).collect::<Vec<_>>()).collect();
+    let grads = inputs.iter().map(|&v| tape.grad(v).iter().map(|g| g.to_bits()).collect()).collect();
     (nodes, values, grads)
+}
+
+/// A fused region's gradients: bit for bit where each input is read once,
+/// else within 4 ulps of the input's largest gradient element (the bound
+/// the manual states for fan-out, summed in another order).
+fn within_fusion_bound(fused: &[u64], hand: &[u64], what: &str) {
+    let (f, h): (Vec<f64>, Vec<f64>) =
+        (fused.iter().map(|&b| f64::from_bits(b)).collect(), hand.iter().map(|&b| f64::from_bits(b)).collect());
+    let largest = h.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let ulp = if largest > 0.0 { f64::EPSILON * largest } else { f64::MIN_POSITIVE };
+    for (i, (a, b)) in f.iter().zip(&h).enumerate() {
+        assert!(
+            (a - b).abs() <= 4.0 * ulp || a.to_bits() == b.to_bits(),
+            "{what}: element {i}: fused {a:e}, hand {b:e}"
+        );
+    }
 }
 
 #[test]
@@ -43,6 +63,12 @@ fn random_grad_programs_equal_their_hand_written_calls() {
             assert_eq!(dsl.0, hand.0, "program {k} (N = {n}), node count: grad!({})", program.source);
             assert_eq!(dsl.1, hand.1, "program {k} (N = {n}), values: grad!({})", program.source);
             assert_eq!(dsl.2, hand.2, "program {k} (N = {n}), gradients: grad!({})", program.source);
+            let fused = run(program.fused, n, seed);
+            assert!(fused.0 <= hand.0, "program {k} (N = {n}), fused node count: grad!({})", program.source);
+            assert_eq!(fused.1, hand.1, "program {k} (N = {n}), fused values: grad!({})", program.source);
+            for (input, (f, h)) in fused.2.iter().zip(&hand.2).enumerate() {
+                within_fusion_bound(f, h, &format!("program {k} (N = {n}), input {input}: grad!({})", program.source));
+            }
         }
     }
     println!("{} random grad! programs equal their hand-written calls", PROGRAMS.len());

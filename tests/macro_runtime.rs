@@ -1,6 +1,8 @@
 //! `grad!` at run time: the check of declared shapes against the real
 //! inputs (once per execution of the block), and the location a failing
-//! op reports, which is the DSL sub-expression's, not the macro's.
+//! op reports, which is the DSL sub-expression's, not the macro's, also
+//! inside a fused region (whose error is the one its `#[nofuse]` form
+//! records).
 
 use grad_runtime::{ErrorKind, GradError, Tape, grad};
 use ndarray::{Array1, Array2};
@@ -130,4 +132,87 @@ fn a_failing_op_reports_the_location_of_its_dsl_sub_expression() {
     let line = line!() + 1;
     let _y = grad!(tape; let h = relu(x); h.softmax(-3));
     assert_eq!(error_of(&tape).location().column(), column_of(line, "softmax"), "the method's name");
+}
+
+/// The error of the first failing op inside a fused region is the one the
+/// unfused ops (`#[nofuse]`) record: same op, kind and input shapes, at
+/// the location of that op's operator or name in the block.
+fn assert_same_error(fused: &GradError, unfused: &GradError, line: u32, needle: &str) {
+    assert_eq!((fused.op(), fused.kind(), fused.shapes()), (unfused.op(), unfused.kind(), unfused.shapes()));
+    assert_eq!((fused.location().line(), fused.location().column()), (line, column_of(line, needle)));
+    assert_eq!(unfused.location().line(), line + 1);
+    assert_eq!(unfused.location().column(), column_of(line + 1, needle));
+}
+
+/// `tanh(x * 0.5 + b) * c` with x [2, 3], b [3], c [4], fused and under
+/// `#[nofuse]`: its error, its node count and the line of the fused form.
+fn broadcast_failure(fuse: bool) -> (GradError, usize, u32) {
+    let mut tape = Tape::<f32>::new();
+    let x = tape.constant(Array2::<f32>::zeros((2, 3)));
+    let b = tape.param(Array1::<f32>::zeros(3));
+    let c = tape.param(Array1::<f32>::zeros(4));
+    let line = line!() + 2;
+    let y = match fuse {
+        true => grad!(tape; tanh(x * 0.5 + b) * c),
+        false => grad!(#[nofuse] tape; tanh(x * 0.5 + b) * c),
+    };
+    assert!(y.is_poisoned());
+    (error_of(&tape), tape.len(), line)
+}
+
+#[test]
+fn a_failing_op_inside_a_fused_region_reports_as_the_unfused_op() {
+    let ((fused, fused_nodes, line), (unfused, unfused_nodes, _)) = (broadcast_failure(true), broadcast_failure(false));
+    assert_same_error(&fused, &unfused, line, "* c");
+    assert_eq!((fused.op(), fused.kind()), ("g_mul", &ErrorKind::Broadcast));
+    assert_eq!(fused.shapes(), &[vec![2, 3], vec![4]], "the shape of `tanh(x * 0.5 + b)`, and c's");
+    assert!(fused.to_string().starts_with("g_mul: "), "{fused}");
+    assert_eq!((fused_nodes, unfused_nodes), (3, 6), "the region recorded nothing; the ops before `*` did");
+}
+
+/// Runs program `case` fused or under `#[nofuse]` on a tape holding a
+/// stale handle; returns its error and the line of the fused form (the
+/// `#[nofuse]` form is on the next line).
+fn failing(case: usize, fuse: bool) -> (GradError, u32) {
+    let mut tape = Tape::<f64>::new();
+    let x = tape.param(Array1::<f64>::ones(3));
+    let mark = tape.mark();
+    let stale = tape.constant(Array1::<f64>::ones(3));
+    tape.reset_to(mark);
+    let (s, t) = (0.5, -0.5);
+    let base = line!();
+    match (case, fuse) {
+        (0, true) => grad!(tape; exp(x) * exp(stale)),
+        (0, false) => grad!(#[nofuse] tape; exp(x) * exp(stale)),
+        (1, true) => grad!(tape; (stale - s) * 2.0),
+        (1, false) => grad!(#[nofuse] tape; (stale - s) * 2.0),
+        (2, true) => grad!(tape; (s / stale) * 2.0),
+        (2, false) => grad!(#[nofuse] tape; (s / stale) * 2.0),
+        (3, true) => grad!(tape; clamp(x * 2.0, s, t) + 1),
+        (3, false) => grad!(#[nofuse] tape; clamp(x * 2.0, s, t) + 1),
+        _ => unreachable!(),
+    };
+    (tape.error().cloned().expect("the program fails"), base + 2 + 2 * case as u32)
+}
+
+#[test]
+fn a_stale_handle_or_bad_bounds_inside_a_region_report_as_the_unfused_op() {
+    let expected = [
+        ("exp(stale)", "g_exp", ErrorKind::StaleVar, vec![]),
+        // `x - s` with a Rust scalar is `g_adds(x, -s)`.
+        ("- s", "g_adds", ErrorKind::StaleVar, vec![]),
+        // `s / x` divides a scalar constant (shape []) by `x`.
+        ("/ stale", "g_div", ErrorKind::StaleVar, vec![vec![]]),
+        (
+            "clamp",
+            "g_clamp",
+            ErrorKind::InvalidArgument { name: "lo", value: 0.5, expected: "lo <= hi (and neither NaN)" },
+            vec![vec![3]],
+        ),
+    ];
+    for (case, (needle, op, kind, shapes)) in expected.into_iter().enumerate() {
+        let ((fused, line), (unfused, _)) = (failing(case, true), failing(case, false));
+        assert_same_error(&fused, &unfused, line, needle);
+        assert_eq!((fused.op(), fused.kind(), fused.shapes()), (op, &kind, &shapes[..]), "case {case}");
+    }
 }

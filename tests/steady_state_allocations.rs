@@ -38,6 +38,35 @@ fn a_chain_of_small_ops_allocates_nothing_after_the_first_step() {
     assert_eq!(&counts[1..], [0, 0, 0], "steady state: {counts:?}");
 }
 
+/// W2 written with `grad!`: each `tanh(h * 0.9 + 0.1)` is one fused node
+/// with pooled buffers for its inputs and scalars.
+fn fused_chain(tape: &mut Tape<f32>, x: Var) -> Var {
+    let mut h = x;
+    for _ in 0..1000 {
+        h = grad!(tape; tanh(h * 0.9 + 0.1));
+    }
+    grad!(tape; sum(h))
+}
+
+#[test]
+fn a_chain_of_fused_regions_allocates_nothing_after_the_first_step() {
+    let mut tape = Tape::<f32>::new();
+    let x = tape.param(Array1::from_shape_fn(16, |i| i as f32 / 16.0));
+    let mark = tape.mark();
+    let mut counts = Vec::new();
+    for _ in 0..4 {
+        let (n, ()) = allocations_in(|| {
+            let loss = fused_chain(&mut tape, x);
+            tape.backward(loss).unwrap();
+            assert_eq!(tape.len(), 1 + 1001);
+            tape.reset_to(mark);
+        });
+        counts.push(n);
+    }
+    assert!(counts[0] > 1000, "the first step fills the pool: {counts:?}");
+    assert_eq!(&counts[1..], [0, 0, 0], "steady state: {counts:?}");
+}
+
 #[test]
 fn a_model_step_allocates_only_inside_the_gemm() {
     // Every op except the matrix products draws from the pool; the GEMM
@@ -71,4 +100,19 @@ fn a_model_step_allocates_only_inside_the_gemm() {
     // 2 products forward + 2 × 2 backward (w1's input is an embedding that needs its gradient).
     const GEMM_CALLS: usize = 6;
     assert_eq!(&counts[1..], [GEMM_CALLS; 3], "steady state: {counts:?}");
+
+    // The same model with grad!, its elementwise chains fused.
+    let fused_step = |tape: &mut Tape<f32>| {
+        let x = g_embedding(tape, table, &[1, 4, 4, 9]);
+        let t = tape.constant(&target);
+        let loss = grad!(tape;
+            let h = gelu(layer_norm(x @ w1 + b1, gamma, beta, 1e-5) * 0.5 + 0.1);
+            let y = reshape(h @ w2, [2, 2, 3]);
+            let p = softmax(y, -1);
+            cross_entropy(reshape(y, [4, 3]), &[0, 2, 1, 1]) + mse(p, t) + mean(sigmoid(h) * h));
+        tape.backward(loss).unwrap();
+        tape.reset_to(mark);
+    };
+    let counts: Vec<usize> = (0..4).map(|_| allocations_in(|| fused_step(&mut tape)).0).collect();
+    assert_eq!(&counts[1..], [GEMM_CALLS; 3], "steady state, fused: {counts:?}");
 }

@@ -1,6 +1,7 @@
-//! Results do not depend on the thread count: the same large graph run
-//! with 1, 2 and 5 threads gives the same bits in every value and gradient,
-//! and the same parameters after Adam and AdamW steps.
+//! Results do not depend on the thread count: the same large graph (fused
+//! regions included, by rows and folded) run with 1, 2 and 5 threads gives
+//! the same bits in every value and gradient, and the same parameters after
+//! Adam and AdamW steps.
 //! (Kernels cut work into fixed-size pieces and sum in a fixed tree.)
 
 mod common;
@@ -32,9 +33,13 @@ fn run(threads: usize) -> Vec<ArrayD<f32>> {
     let total = g_sum(&mut tape, z);
     let loss = g_sum(&mut tape, m);
     let loss = g_add(&mut tape, loss, total);
+    // Fused regions: by rows (`b` broadcast), and a folded sum.
+    let f = grad!(tape; gelu(h + b) * 0.5 - z / 4.0);
+    let folded = grad!(tape; sum(sigmoid(x) * x));
+    let loss = grad!(tape; loss + sum(f * f) + folded);
     tape.backward(loss).expect("the graph is well formed");
     let mut out: Vec<ArrayD<f32>> =
-        [s, sx, t, h, z, e, p, l, m, loss].iter().map(|&v| tape.value(v).to_owned()).collect();
+        [s, sx, t, h, z, e, p, l, m, f, folded, loss].iter().map(|&v| tape.value(v).to_owned()).collect();
     out.extend([x, w, b].iter().map(|&v| tape.grad(v).to_owned()));
     out
 }

@@ -45,4 +45,15 @@ impl Mlp {
         tape.backward(loss).expect("the step is well formed");
         self.opt.step(tape).expect("the step is well formed");
     }
+
+    /// The same step written with `grad!`: `relu(x @ w1 + b1)` is a
+    /// product and one fused node (bias and relu in one pass).
+    pub fn step_fused(&mut self, tape: &mut Tape<f32>) {
+        use grad_runtime::grad;
+        let [w1, b1, w2, b2] = self.params;
+        let (x, t) = (tape.constant(&self.x), tape.constant(&self.t));
+        let loss = grad!(tape; let h = relu(x @ w1 + b1); mse(h @ w2 + b2, t));
+        tape.backward(loss).expect("the step is well formed");
+        self.opt.step(tape).expect("the step is well formed");
+    }
 }

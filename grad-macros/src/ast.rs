@@ -19,6 +19,8 @@ pub(crate) struct Block {
     pub(crate) result: Output,
     /// The result's position among the `;`-separated parts.
     pub(crate) result_part: usize,
+    /// Whether elementwise chains are fused (false under `#[nofuse]`).
+    pub(crate) fuse: bool,
 }
 
 /// What the block returns: one `Var`, or a tuple of them.

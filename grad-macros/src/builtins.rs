@@ -49,6 +49,28 @@ pub(crate) struct Param {
     pub(crate) default: Option<&'static str>,
 }
 
+/// How a built-in enters a fused region (`fuse.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fusion {
+    /// Never: a region ends at it, and its result is an input of the region around it.
+    No,
+    /// An elementwise function: its kernel calls
+    /// `grad_runtime::dsl::scalar::<name>` and `<name>_df`, whose
+    /// derivative reads what its unfused rule reads.
+    Elementwise(Reads),
+    /// `sum(x)` and `mean(x)`: folded into the region they reduce.
+    Fold,
+}
+
+/// What an elementwise derivative reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reads {
+    /// The input `x` (`relu`, `log`, `gelu`, ...).
+    Input,
+    /// The output `y` (`sigmoid`, `tanh`, `exp`, `sqrt`).
+    Output,
+}
+
 /// A built-in function of the DSL.
 #[derive(Debug)]
 pub(crate) struct Builtin {
@@ -58,6 +80,7 @@ pub(crate) struct Builtin {
     pub(crate) func: &'static str,
     pub(crate) params: &'static [Param],
     pub(crate) rule: Rule,
+    pub(crate) fusion: Fusion,
 }
 
 impl Builtin {
@@ -94,34 +117,44 @@ const B: Param = param("b", Kind::Var);
 const AXIS: Param = param("axis", Kind::Axis);
 
 const fn row(name: &'static str, func: &'static str, params: &'static [Param], rule: Rule) -> Builtin {
-    Builtin { name, func, params, rule }
+    Builtin { name, func, params, rule, fusion: Fusion::No }
 }
 
-const fn unary(name: &'static str, func: &'static str) -> Builtin {
-    row(name, func, &[X], Rule::Same)
+/// An elementwise built-in whose derivative reads `reads`.
+const fn elementwise(name: &'static str, func: &'static str, params: &'static [Param], reads: Reads) -> Builtin {
+    Builtin { name, func, params, rule: Rule::Same, fusion: Fusion::Elementwise(reads) }
+}
+
+const fn unary(name: &'static str, func: &'static str, reads: Reads) -> Builtin {
+    elementwise(name, func, &[X], reads)
+}
+
+/// `sum(x)` or `mean(x)`: every element to a scalar, folded into a region.
+const fn fold(name: &'static str, func: &'static str) -> Builtin {
+    Builtin { name, func, params: &[X], rule: Rule::ReduceAll, fusion: Fusion::Fold }
 }
 
 /// The built-ins, in the order the manual lists them. A name may have
 /// several rows with different arities (`sum(x)`, `sum(x, axis)`).
 pub(crate) const BUILTINS: &[Builtin] = &[
     // ops/unary.rs (the operators of ops/arithmetic.rs are in `operator`).
-    unary("relu", "g_relu"),
-    unary("sigmoid", "g_sigmoid"),
-    unary("tanh", "g_tanh"),
-    unary("exp", "g_exp"),
-    unary("log", "g_log"),
-    unary("sqrt", "g_sqrt"),
-    unary("abs", "g_abs"),
-    unary("gelu", "g_gelu"),
-    unary("silu", "g_silu"),
-    unary("softplus", "g_softplus"),
-    row("pow", "g_pow", &[X, param("p", Kind::Scalar)], Rule::Same),
-    row("leaky_relu", "g_leaky_relu", &[X, param("slope", Kind::Scalar)], Rule::Same),
-    row("clamp", "g_clamp", &[X, param("lo", Kind::Scalar), param("hi", Kind::Scalar)], Rule::Same),
+    unary("relu", "g_relu", Reads::Input),
+    unary("sigmoid", "g_sigmoid", Reads::Output),
+    unary("tanh", "g_tanh", Reads::Output),
+    unary("exp", "g_exp", Reads::Output),
+    unary("log", "g_log", Reads::Input),
+    unary("sqrt", "g_sqrt", Reads::Output),
+    unary("abs", "g_abs", Reads::Input),
+    unary("gelu", "g_gelu", Reads::Input),
+    unary("silu", "g_silu", Reads::Input),
+    unary("softplus", "g_softplus", Reads::Input),
+    elementwise("pow", "g_pow", &[X, param("p", Kind::Scalar)], Reads::Input),
+    elementwise("leaky_relu", "g_leaky_relu", &[X, param("slope", Kind::Scalar)], Reads::Input),
+    elementwise("clamp", "g_clamp", &[X, param("lo", Kind::Scalar), param("hi", Kind::Scalar)], Reads::Input),
     // ops/reduce.rs
-    row("sum", "g_sum", &[X], Rule::ReduceAll),
+    fold("sum", "g_sum"),
     row("sum", "g_sum_axis", &[X, AXIS, KEEPDIM], Rule::ReduceAxis),
-    row("mean", "g_mean", &[X], Rule::ReduceAll),
+    fold("mean", "g_mean"),
     row("mean", "g_mean_axis", &[X, AXIS, KEEPDIM], Rule::ReduceAxis),
     row("max", "g_max_axis", &[X, AXIS, KEEPDIM], Rule::ReduceAxis),
     row("min", "g_min_axis", &[X, AXIS, KEEPDIM], Rule::ReduceAxis),

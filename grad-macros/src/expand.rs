@@ -10,6 +10,8 @@
 //! `g_adds`, `g_muls`); ambiguous ones in `+ - * /` go through a helper of
 //! `grad_runtime::dsl` that dispatches on the type.
 
+mod region;
+
 use std::collections::HashMap;
 
 use proc_macro2::{Ident, Literal, Span, TokenStream, TokenTree};
@@ -18,6 +20,7 @@ use quote::{ToTokens, quote, quote_spanned};
 use crate::ast::{Arg, BinOp, Block, Callee, DeclDim, Expr, ExprKind, Output};
 use crate::builtins::{self, Builtin, Kind};
 use crate::error::{Error, Errors, Result};
+use crate::fuse::{self, Name};
 use crate::literal::{Size, size};
 use crate::operand::{
     Value, as_written, as_written_number, dispatch_operand, matmul_number, negate, negative_number, not_a_number,
@@ -75,6 +78,10 @@ struct Expander {
     used_symbols: Vec<String>,
     stmts: Vec<TokenStream>,
     temps: usize,
+    /// Whether elementwise chains become fused regions (not under `#[nofuse]`).
+    fuse: bool,
+    /// The fused regions declared so far.
+    regions: usize,
 }
 
 impl Expander {
@@ -87,6 +94,8 @@ impl Expander {
             used_symbols: Vec::new(),
             stmts: Vec::new(),
             temps: 0,
+            fuse: block.fuse,
+            regions: 0,
         };
         for decl in &block.decls {
             ex.names.insert(decl.name.to_string(), NameKind::Var);
@@ -136,8 +145,23 @@ impl Expander {
         }
     }
 
-    /// The value of `e`; a call is returned unbound.
+    /// What the block knows a name to be, for the fusion plan.
+    fn name_kind(&self, ident: &Ident) -> Name {
+        match self.names.get(&ident.to_string()) {
+            Some(NameKind::Var) => Name::Tensor,
+            Some(NameKind::Number) => Name::Number,
+            Some(NameKind::Ambiguous) | None => Name::Unknown,
+        }
+    }
+
+    /// The value of `e`; a call is returned unbound. An elementwise chain
+    /// rooted at `e` is one fused region.
     fn value(&mut self, e: &Expr) -> Result<Value> {
+        if self.fuse
+            && let Some(region) = fuse::region(e, &|ident| self.name_kind(ident))
+        {
+            return self.region(&region);
+        }
         match &e.kind {
             ExprKind::Name(ident) => Ok(match self.names.get(&ident.to_string()) {
                 Some(NameKind::Var) => Value::Var(ident.to_token_stream()),

@@ -9,14 +9,16 @@
 //! `valid.rs` (every built-in call's arguments against its row) →
 //! `check.rs` (the shape pass, with the rules in `rules.rs` and their
 //! messages in `explain.rs`) →
-//! `expand.rs` (code generation, with `operand.rs`). `builtins.rs` is the
+//! `expand.rs` (code generation, with `operand.rs`), which asks `fuse.rs`
+//! for the fused region rooted at each expression and expands it with
+//! `expand/region.rs`, its kernel derived by `derive.rs`. `builtins.rs` is the
 //! one table of built-in functions; `literal.rs` owns numbers (literals,
 //! axes, dims-list entries). Every mistake is a spanned `compile_error!`,
 //! several at once when they are independent, in the order they are
 //! written; the macro never panics.
 //!
 //! `#[derive(Params)]` (re-exported as `grad_runtime::Params`) lives in
-//! `derive/`: it reads a struct and lists its parameters by dotted path.
+//! `params/`: it reads a struct and lists its parameters by dotted path.
 
 #![forbid(unsafe_code)]
 
@@ -27,8 +29,10 @@ mod derive;
 mod error;
 mod expand;
 mod explain;
+mod fuse;
 mod literal;
 mod operand;
+mod params;
 mod parse;
 mod pratt;
 mod rules;
@@ -63,7 +67,7 @@ pub fn __builtin_table(_input: TokenStream) -> TokenStream {
 /// `#[params(skip)]` and `#[params(rename = "name")]`.
 #[proc_macro_derive(Params, attributes(params))]
 pub fn derive_params(input: TokenStream) -> TokenStream {
-    derive::derive_params(input.into()).into()
+    params::derive_params(input.into()).into()
 }
 
 /// The whole macro on `proc_macro2` tokens: the expansion, or the errors.

@@ -31,12 +31,13 @@ impl Segment<'_> {
 /// there is no block at all (no tape, no body). The validation stage runs
 /// on the parts that parsed, so one compile reports every mistake.
 pub(crate) fn parse(input: TokenStream) -> Result<(Block, PartErrors)> {
-    let tokens: Vec<TokenTree> = input.into_iter().collect();
-    if tokens.is_empty() {
+    let all: Vec<TokenTree> = input.into_iter().collect();
+    if all.is_empty() {
         let message = format!("grad! needs a tape and a body, as in {EXAMPLE}");
         return Err(Error::at(Span::call_site(), message));
     }
-    let segments = split_semicolons(&tokens);
+    let (fuse, tokens) = options(&all)?;
+    let segments = split_semicolons(tokens);
     let tape = &segments[0];
     if segments.len() == 1 {
         return Err(no_semicolon(tape));
@@ -61,8 +62,34 @@ pub(crate) fn parse(input: TokenStream) -> Result<(Block, PartErrors)> {
         stmts: parts.stmts,
         result: parts.result.unwrap_or(Output::Tuple(Vec::new())),
         result_part: body.len() - 1,
+        fuse,
     };
     Ok((block, parts.errors))
+}
+
+/// The block's option, `#[nofuse]` before the tape (every operation its
+/// own node: to compare with, or debug, the fused form), and the tokens
+/// after it.
+fn options(tokens: &[TokenTree]) -> Result<(bool, &[TokenTree])> {
+    let [TokenTree::Punct(hash), TokenTree::Group(attr), rest @ ..] = tokens else { return Ok((true, tokens)) };
+    if hash.as_char() != '#' || attr.delimiter() != Delimiter::Bracket {
+        return Ok((true, tokens));
+    }
+    let span = SpanRange { first: hash.span(), last: attr.span() };
+    let known = matches!(attr.stream().into_iter().collect::<Vec<_>>().as_slice(),
+        [TokenTree::Ident(name)] if name == "nofuse");
+    if !known {
+        let message = format!(
+            "unknown grad! option `#[{}]`: the one option is `#[nofuse]`, before the tape, which records every \
+             operation as its own node, as in `grad!(#[nofuse] tape; ...)`",
+            tokens_text(attr.stream())
+        );
+        return Err(Error::new(span, message));
+    }
+    if rest.is_empty() {
+        return Err(Error::new(span, format!("after `#[nofuse]`, grad! needs a tape and a body, as in {EXAMPLE}")));
+    }
+    Ok((false, rest))
 }
 
 /// The body's parts as they are parsed, and the mistakes found so far.

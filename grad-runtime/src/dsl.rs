@@ -9,6 +9,11 @@
 //! - [`rsubs`], [`divs`], [`rdivs`]: `s - x`, `x / s`, `s / x` for a scalar
 //!   `s`, as compositions exact to the bit.
 //! - [`Declared`]: the run-time check of the block's shape declarations.
+//! - [`fused`], [`Kernel`], [`step`], [`scalar`], [`here`]: a fused region
+//!   (a chain of elementwise ops recorded as one node): the call, the
+//!   trait of the kernel type the macro writes for it, the constructors of
+//!   its plan, the per-element functions its kernel calls, and the source
+//!   location of each of its ops.
 //! - [`OP_FUNCTIONS`]: every public op, for the built-in link test.
 
 use std::any::TypeId;
@@ -19,6 +24,7 @@ use ndarray::arr0;
 
 use crate::error::{ErrorKind, GradError};
 pub use crate::ops::OP_FUNCTIONS;
+pub use crate::ops::fused::{Func, Kernel, Src, Step, StepOp, fused, scalar, step};
 use crate::{Float, Tape, Var, g_add, g_adds, g_div, g_mul, g_muls, g_neg, g_sub};
 
 /// The tape of a `grad!` block. The expansion calls `(TAPE).as_tape()`:
@@ -40,6 +46,14 @@ impl<T: Float> AsTape<T> for Tape<T> {
 #[inline]
 pub fn lit<T: Float>(single: f32, double: f64) -> T {
     if TypeId::of::<T>() == TypeId::of::<f32>() { T::from_f64(f64::from(single)) } else { T::from_f64(double) }
+}
+
+/// The location of the caller: in a fused region's table of sites, one
+/// call spanned on each operator or function name, so that an op of the
+/// region that fails reports where it is written.
+#[track_caller]
+pub const fn here() -> &'static Location<'static> {
+    Location::caller()
 }
 
 /// An operand whose kind only the type checker knows: a tensor or a scalar.

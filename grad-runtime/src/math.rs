@@ -31,7 +31,8 @@ const ROUNDER: f32 = 12_582_912.0;
 pub(crate) fn exp_f32(x: f32) -> f32 {
     // Beyond these, e^x is inf or rounds to 0; inside, n stays in [-150, 129].
     let clamped = x.clamp(-104.0, 89.0);
-    let n = (clamped * LOG2E + ROUNDER) - ROUNDER;
+    let shifted = clamped * LOG2E + ROUNDER;
+    let n = shifted - ROUNDER;
     let r = clamped - n * LN2_HI - n * LN2_LO;
     // e^r on |r| <= ln2 / 2 (Cephes' expf coefficients).
     let p = 1.987_569_1e-4_f32;
@@ -43,7 +44,11 @@ pub(crate) fn exp_f32(x: f32) -> f32 {
     let e_r = p * r * r + r + 1.0;
     // 2^n as two factors, each a normal number, so subnormal results and
     // the overflow to inf come out right.
-    let n = n as i32;
+    // `n` as an integer, read from the bits of `shifted` (1.5 · 2^23 + n
+    // has n in its low mantissa bits): exactly `n as i32`, but `as` is a
+    // saturating conversion that the compiler cannot vectorise, which
+    // left every exp loop converting lane by lane.
+    let n = shifted.to_bits() as i32 - ROUNDER.to_bits() as i32;
     let half = n >> 1;
     let scaled = e_r * pow2(half) * pow2(n - half);
     if x.is_nan() { x } else { scaled }
@@ -134,6 +139,17 @@ mod tests {
         let (ulp, at) = worst(sigmoid_f32, reference, -110.0, 110.0);
         println!("sigmoid: at most {ulp} ulp (at {at})");
         assert!(ulp <= 2, "sigmoid: {ulp} ulp at {at}");
+    }
+
+    #[test]
+    fn the_exponent_read_from_the_bits_is_the_converted_one() {
+        // Every `n` exp_f32 can form: 2^n's exponent from the bits of
+        // 1.5 · 2^23 + n equals the saturating `as` conversion.
+        for x in sweep(-104.0, 89.0, 2_000_000).chain([-104.0, 89.0, 0.0, -0.0]) {
+            let shifted = x.clamp(-104.0, 89.0) * LOG2E + ROUNDER;
+            let n = shifted - ROUNDER;
+            assert_eq!(shifted.to_bits() as i32 - ROUNDER.to_bits() as i32, n as i32, "at {x}");
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@ mod arithmetic;
 mod cross_entropy;
 mod dropout;
 mod embedding;
+mod fused;
 mod layer_norm;
 mod layout;
 mod matmul;

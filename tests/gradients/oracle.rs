@@ -101,7 +101,8 @@ impl Case<'_> {
         &self.value["args"]
     }
 
-    fn name(&self) -> &str {
+    /// The case's name (`add_2x1x3_4x1`, or a composite's `mlp_mse`).
+    pub fn name(&self) -> &str {
         self.value["name"].as_str().unwrap()
     }
 }
@@ -196,6 +197,12 @@ fn assert_close(what: &str, got: &ArrayD<f64>, want: &ArrayD<f64>) {
 }
 
 fn replay(case: &Value) {
+    replay_with(case, &|case, tp| Some(build(case, tp)));
+}
+
+/// Replays `case` with the program `build` makes of it; false when `build`
+/// has none.
+fn replay_with(case: &Value, build: &dyn Fn(&Case, &mut Tape<f64>) -> Option<Var>) -> bool {
     let name = case["name"].as_str().unwrap();
     let mut tape = Tape::<f64>::new();
     let mut differentiable = Vec::new();
@@ -218,7 +225,7 @@ fn replay(case: &Value) {
         })
         .collect();
     let case = Case { value: case, inputs };
-    let out = build(&case, &mut tape);
+    let Some(out) = build(&case, &mut tape) else { return false };
     let case = case.value;
     assert!(tape.is_ok(), "{name}: {}", tape.error().unwrap());
     assert_close(&format!("{name} output"), &tape.value(out).to_owned(), &array(&case["output"]));
@@ -230,6 +237,7 @@ fn replay(case: &Value) {
         assert_eq!(want["name"].as_str().unwrap(), input_name, "{name}: gradient order");
         assert_close(&format!("{name} d/d{input_name}"), &tape.grad(*v).to_owned(), &array(want));
     }
+    true
 }
 
 #[test]
@@ -256,3 +264,22 @@ fn every_case_of_the_extra_pytorch_oracle_matches() {
     // The generator appends cases as ops are added; it never drops one.
     assert!(cases.len() >= 25, "the extra oracle lost cases: regenerate it with tests/data/make_oracle_extra.py");
 }
+
+/// Every case whose program has a chain of elementwise ops, rerun through
+/// a `grad!` block that fuses it (`fused::replay`): the fused node's
+/// values and gradients match PyTorch as the unfused ops do.
+#[test]
+fn every_elementwise_case_matches_through_a_fused_grad_block() {
+    let mut replayed = 0;
+    for file in [include_str!("../data/oracle_cases.json"), include_str!("../data/oracle_extra.json")] {
+        for case in cases(file).iter().filter(|c| c["kind"] == "grad") {
+            replayed += usize::from(replay_with(case, &super::fused::replay));
+        }
+    }
+    println!("replayed {replayed} oracle cases through fused grad! blocks");
+    assert_eq!(replayed, EXPECTED_FUSED, "an elementwise case lost its fused replay");
+}
+
+/// The oracle cases with a fused replay: every `+ - * /`, scalar,
+/// activation, `sum`/`mean` over everything, and composite case.
+const EXPECTED_FUSED: usize = 59;

@@ -233,13 +233,16 @@ fn random_token_streams_give_an_expansion_or_spanned_errors() {
 fn mutated_valid_inputs_give_an_expansion_or_spanned_errors() {
     let mut rng = Rng(0x5eed_0002);
     let mut ran = 0;
-    for round in 0..4000 {
+    // Many cases hold brackets (tuples, lists, `#[nofuse]`), and a mutant
+    // that drops one does not lex: about a quarter are skipped.
+    const ROUNDS: usize = 6000;
+    for round in 0..ROUNDS {
         let (_, input) = CASES[round % CASES.len()];
         let mut words = Vec::new();
         lexemes(input.parse().expect("cases lex"), &mut words);
         ran += usize::from(check(&mutate(&mut rng, words).join(" ")));
     }
-    assert!(ran > 3000, "only {ran} inputs lexed");
+    assert!(ran > ROUNDS * 7 / 10, "only {ran} of {ROUNDS} inputs lexed");
 }
 
 #[test]

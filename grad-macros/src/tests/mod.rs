@@ -1,6 +1,7 @@
 //! Tests of the whole pipeline on `proc_macro2` tokens, without a compiler:
 //! expansion snapshots, the fuzz test, and the messages of every error.
 
+mod fusion;
 mod fuzz;
 mod messages;
 mod snapshots;

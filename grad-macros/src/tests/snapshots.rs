@@ -24,6 +24,27 @@ pub(super) const CASES: &[(&str, &str)] = &[
     ("layers", "tape; layer_norm(dropout(x, 0.1, &mut rng, train), gamma, beta, 1e-5)"),
     ("rust_block", "tape; x * { 1.0 / n as f32 } + { offsets[3] }"),
     ("errors", "tape; x: [B, 3], w: [4, 2], b: [5]; let a = x @ w; (a + b, softmax(x, 2), relu(2.0))"),
+    // Fused regions: W2's chain, W5's folded sum (`x` read twice), every
+    // elementwise built-in with its parameters, a region whose leaves are
+    // a `let` name, a product and a user's call, and the fusion boundaries.
+    ("fused_chain", "tape; tanh(x * 0.9 + 0.1)"),
+    ("fused_sum", "tape; sum(sigmoid(x) * x)"),
+    (
+        "fused_builtins",
+        "tape; (pow(x, 3) * leaky_relu(x, slope) + clamp(x, -1, hi), \
+         mean(gelu(x) - silu(x) / softplus(x) + exp(log(sqrt(abs(x))))) , relu(tanh(-x)))",
+    ),
+    ("fused_leaves", "tape; let h = x @ w; sigmoid(h + b) * linear(h, w) - h / 2"),
+    ("fused_boundaries", "tape; let h = relu(x + b); let s = sum(h); (h * s, exp(s) + 1)"),
+    // The same inputs under `#[nofuse]`: one `g_*` call per operation, as
+    // before fusion (the snapshots above that fuse have a twin here).
+    ("nofuse_mlp", "#[nofuse] tape; let y = relu(x @ w + b); mse(y, t)"),
+    ("nofuse_precedence", "#[nofuse] tape; a + b * c @ d - -e / f - g"),
+    ("nofuse_literals", "#[nofuse] tape; (2.0 * x + 1, x - 0.5, 1.0 - x, 2.0 / x, x / 2, -3.0 * x, x * 1e-3f32)"),
+    ("nofuse_ambiguous_operands", "#[nofuse] tape; lr * x + bias - cfg.shift / 2.0"),
+    ("nofuse_rust_block", "#[nofuse] tape; x * { 1.0 / n as f32 } + { offsets[3] }"),
+    ("nofuse_chain", "#[nofuse] tape; tanh(x * 0.9 + 0.1)"),
+    ("nofuse_sum", "#[nofuse] tape; sum(sigmoid(x) * x)"),
 ];
 
 fn snapshot_dir() -> PathBuf {

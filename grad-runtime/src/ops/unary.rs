@@ -14,7 +14,7 @@ use crate::{Float, Tape, Var, parallel};
 
 /// An elementwise function and its derivative. `Sync` so that one value
 /// serves every thread of a large pass.
-trait Elementwise<T>: Sync {
+pub(crate) trait Elementwise<T>: Sync {
     fn f(&self, x: T) -> T;
     /// `dy/dx` at `x`, where `y = f(x)`.
     fn df(&self, x: T, y: T) -> T;
@@ -50,7 +50,7 @@ impl<T: Float> Elementwise<T> for MulScalar<T> {
     }
 }
 
-struct Relu;
+pub(crate) struct Relu;
 impl<T: Float> Elementwise<T> for Relu {
     fn f(&self, x: T) -> T {
         if x > T::zero() { x } else { T::zero() }
@@ -61,7 +61,7 @@ impl<T: Float> Elementwise<T> for Relu {
     }
 }
 
-struct Sigmoid;
+pub(crate) struct Sigmoid;
 impl<T: Float> Elementwise<T> for Sigmoid {
     /// Never forms `exp` of a large positive number, so never overflows.
     fn f(&self, x: T) -> T {
@@ -72,7 +72,7 @@ impl<T: Float> Elementwise<T> for Sigmoid {
     }
 }
 
-struct Tanh;
+pub(crate) struct Tanh;
 impl<T: Float> Elementwise<T> for Tanh {
     fn f(&self, x: T) -> T {
         x.tape_tanh()
@@ -82,7 +82,7 @@ impl<T: Float> Elementwise<T> for Tanh {
     }
 }
 
-struct Exp;
+pub(crate) struct Exp;
 impl<T: Float> Elementwise<T> for Exp {
     fn f(&self, x: T) -> T {
         x.tape_exp()
@@ -92,7 +92,7 @@ impl<T: Float> Elementwise<T> for Exp {
     }
 }
 
-struct Log;
+pub(crate) struct Log;
 impl<T: Float> Elementwise<T> for Log {
     fn f(&self, x: T) -> T {
         x.ln()
@@ -102,7 +102,7 @@ impl<T: Float> Elementwise<T> for Log {
     }
 }
 
-struct Sqrt;
+pub(crate) struct Sqrt;
 impl<T: Float> Elementwise<T> for Sqrt {
     fn f(&self, x: T) -> T {
         x.sqrt()
@@ -112,7 +112,7 @@ impl<T: Float> Elementwise<T> for Sqrt {
     }
 }
 
-struct Pow<T>(T);
+pub(crate) struct Pow<T>(pub(crate) T);
 impl<T: Float> Elementwise<T> for Pow<T> {
     fn f(&self, x: T) -> T {
         x.powf(self.0)
@@ -122,7 +122,7 @@ impl<T: Float> Elementwise<T> for Pow<T> {
     }
 }
 
-struct Abs;
+pub(crate) struct Abs;
 impl<T: Float> Elementwise<T> for Abs {
     fn f(&self, x: T) -> T {
         x.abs()
@@ -139,7 +139,7 @@ impl<T: Float> Elementwise<T> for Abs {
     }
 }
 
-struct LeakyRelu<T>(T);
+pub(crate) struct LeakyRelu<T>(pub(crate) T);
 impl<T: Float> Elementwise<T> for LeakyRelu<T> {
     fn f(&self, x: T) -> T {
         if x > T::zero() { x } else { x * self.0 }
@@ -152,7 +152,7 @@ impl<T: Float> Elementwise<T> for LeakyRelu<T> {
 
 /// GELU's tanh approximation (PyTorch's `gelu(x, approximate="tanh")`):
 /// `0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))`.
-struct Gelu;
+pub(crate) struct Gelu;
 impl Gelu {
     const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
     const CUBIC: f64 = 0.044_715;
@@ -173,7 +173,7 @@ impl<T: Float> Elementwise<T> for Gelu {
 }
 
 /// `x · sigmoid(x)` (also called swish).
-struct Silu;
+pub(crate) struct Silu;
 impl<T: Float> Elementwise<T> for Silu {
     fn f(&self, x: T) -> T {
         x * Sigmoid.f(x)
@@ -186,7 +186,7 @@ impl<T: Float> Elementwise<T> for Silu {
 
 /// `log(1 + exp(x))`, as `max(x, 0) + log1p(exp(-|x|))`: exact for large
 /// |x| without PyTorch's switch to `x` above a threshold of 20.
-struct Softplus;
+pub(crate) struct Softplus;
 impl<T: Float> Elementwise<T> for Softplus {
     fn f(&self, x: T) -> T {
         x.max(T::zero()) + (-x.abs()).tape_exp().ln_1p()
@@ -196,7 +196,7 @@ impl<T: Float> Elementwise<T> for Softplus {
     }
 }
 
-struct Clamp<T>(T, T);
+pub(crate) struct Clamp<T>(pub(crate) T, pub(crate) T);
 impl<T: Float> Elementwise<T> for Clamp<T> {
     fn f(&self, x: T) -> T {
         x.max(self.0).min(self.1)

@@ -189,9 +189,7 @@ impl<T: Float> Tape<T> {
         let keep = mark.len();
         for node in self.nodes.drain(keep..) {
             self.pool.give(node.value.data);
-            if let Some(indices) = node.op.into_indices() {
-                self.index_pool.give(indices);
-            }
+            recycle_op(node.op, &mut self.pool, &mut self.index_pool);
         }
         self.locations.truncate(keep);
         for grad in self.grads.drain(keep..).flatten() {
@@ -329,9 +327,7 @@ impl<T: Float> Tape<T> {
     /// Hands the buffers of a node that will not be pushed back to the pools.
     fn discard(&mut self, op: Op<T>, value: Tensor<T>) {
         self.pool.give(value.data);
-        if let Some(indices) = op.into_indices() {
-            self.index_pool.give(indices);
-        }
+        recycle_op(op, &mut self.pool, &mut self.index_pool);
     }
 
     pub(crate) fn shape(&self, id: NodeId) -> &[usize] {
@@ -351,6 +347,12 @@ impl<T: Float> Tape<T> {
     /// The generation a live node was made in.
     pub(crate) fn generation_of(&self, id: NodeId) -> u64 {
         self.nodes[id].generation
+    }
+
+    /// Whether backward computes a gradient for the node (a parameter, or
+    /// computed from one).
+    pub(crate) fn requires_grad(&self, id: NodeId) -> bool {
+        self.nodes[id].requires_grad
     }
 
     /// Whether the node was made by [`param`](Tape::param).
@@ -454,5 +456,16 @@ impl<T: Float> fmt::Debug for Tape<T> {
             writeln!(f, "    poisoned: {error}")?;
         }
         write!(f, "}}")
+    }
+}
+
+/// Hands an op's own buffers (indices, a fused region's scalars) back to the pools.
+fn recycle_op<T: Float>(op: Op<T>, pool: &mut BufferPool<T>, index_pool: &mut BufferPool<usize>) {
+    let (indices, scalars) = op.into_buffers();
+    if let Some(indices) = indices {
+        index_pool.give(indices);
+    }
+    if let Some(scalars) = scalars {
+        pool.give(scalars);
     }
 }

@@ -1,0 +1,189 @@
+//! Kernels written by hand as `grad!` writes them, against the unfused
+//! ops: the loops (flat, by rows, folded, in parallel) give the same bits.
+
+use std::panic::Location;
+
+use ndarray::{ArrayD, Dimension, IxDyn};
+
+use super::plan::step::*;
+use super::{Kernel, Step, fused, scalar};
+use crate::dsl::{Operand, here};
+use crate::ops::reduce::sum_slice;
+use crate::{Rng, Tape, Var, g_add, g_adds, g_mul, g_muls, g_sigmoid, g_sum, g_tanh};
+
+/// `tanh(x * 0.9 + 0.1)`.
+struct Chain;
+impl<T: crate::Float> Kernel<T, 1, 2> for Chain {
+    const NAME: &'static str = "fused tanh(x * 0.9 + 0.1)";
+    const STEPS: &'static [Step] = &[mul(leaf(0), param(0)), add(step(0), param(1)), tanh(step(1))];
+    const SITES: &'static [&'static Location<'static>] = &[here(), here(), here()];
+    fn forward([x0]: [T; 1], [p0, p1]: [T; 2]) -> T {
+        scalar::tanh(x0 * p0 + p1)
+    }
+    fn backward(_: [T; 1], y: T, g: T, [p0, _]: [T; 2]) -> [T; 1] {
+        [g * scalar::tanh_df(y) * p0]
+    }
+}
+
+/// `sum(sigmoid(x) * x)`.
+struct SumSigmoidX;
+impl<T: crate::Float> Kernel<T, 1, 0> for SumSigmoidX {
+    const NAME: &'static str = "fused sum(sigmoid(x) * x)";
+    const STEPS: &'static [Step] = &[sigmoid(leaf(0)), mul(step(0), leaf(0)), sum(step(1))];
+    const SITES: &'static [&'static Location<'static>] = &[here(), here(), here()];
+    fn forward([x0]: [T; 1], []: [T; 0]) -> T {
+        scalar::sigmoid(x0) * x0
+    }
+    fn backward([x0]: [T; 1], _: T, g: T, []: [T; 0]) -> [T; 1] {
+        let v0 = scalar::sigmoid(x0);
+        let (g0, d0) = (g * x0, g * v0);
+        [d0 + g0 * scalar::sigmoid_df(v0)]
+    }
+}
+
+/// `(a + b) * c`.
+struct AddMul;
+impl<T: crate::Float> Kernel<T, 3, 0> for AddMul {
+    const NAME: &'static str = "fused (a + b) * c";
+    const STEPS: &'static [Step] = &[add(leaf(0), leaf(1)), mul(step(0), leaf(2))];
+    const SITES: &'static [&'static Location<'static>] = &[here(), here()];
+    fn forward([a, b, c]: [T; 3], []: [T; 0]) -> T {
+        (a + b) * c
+    }
+    fn backward([a, b, c]: [T; 3], _: T, g: T, []: [T; 0]) -> [T; 3] {
+        let g0 = g * c;
+        [g0, g0, g * (a + b)]
+    }
+}
+
+fn random(shape: &[usize], seed: u64) -> ArrayD<f32> {
+    let mut rng = Rng::new(seed);
+    ArrayD::from_shape_fn(IxDyn(shape), |_| rng.normal() as f32)
+}
+
+fn bits(tape: &Tape<f32>, v: Var) -> Vec<u32> {
+    tape.value(v).iter().map(|x| x.to_bits()).collect()
+}
+
+fn grad_bits(tape: &mut Tape<f32>, v: Var) -> Vec<u32> {
+    tape.grad(v).iter().map(|x| x.to_bits()).collect()
+}
+
+#[test]
+fn a_chain_equals_its_ops_for_every_size() {
+    for n in [1, 16, 63, 64, 65, 1000, 40_000] {
+        let x0 = random(&[n], n as u64);
+        let mut fused_tape = Tape::<f32>::new();
+        let x = fused_tape.param(&x0);
+        let y = fused(&mut fused_tape, Chain, [Operand::Var(x)], [0.9, 0.1]);
+        let loss = g_sum(&mut fused_tape, y);
+        fused_tape.backward(loss).unwrap();
+        assert_eq!(fused_tape.len(), 3);
+
+        let mut tape = Tape::<f32>::new();
+        let x2 = tape.param(&x0);
+        let scaled = g_muls(&mut tape, x2, 0.9);
+        let shifted = g_adds(&mut tape, scaled, 0.1);
+        let y2 = g_tanh(&mut tape, shifted);
+        let loss2 = g_sum(&mut tape, y2);
+        tape.backward(loss2).unwrap();
+        assert_eq!(bits(&fused_tape, y), bits(&tape, y2), "n = {n}");
+        assert_eq!(grad_bits(&mut fused_tape, x), grad_bits(&mut tape, x2), "n = {n}");
+    }
+}
+
+#[test]
+fn a_folded_sum_equals_its_ops_in_the_same_tree() {
+    for n in [0, 1, 1023, 1024, 1025, 5000, 70_001] {
+        let x0 = random(&[n], 7);
+        let mut fused_tape = Tape::<f32>::new();
+        let x = fused_tape.param(&x0);
+        let loss = fused(&mut fused_tape, SumSigmoidX, [Operand::Var(x)], []);
+        fused_tape.backward(loss).unwrap();
+
+        let mut tape = Tape::<f32>::new();
+        let x2 = tape.param(&x0);
+        let s = g_sigmoid(&mut tape, x2);
+        let sx = g_mul(&mut tape, s, x2);
+        let loss2 = g_sum(&mut tape, sx);
+        tape.backward(loss2).unwrap();
+        assert_eq!(bits(&fused_tape, loss), bits(&tape, loss2), "n = {n}");
+        assert_eq!(grad_bits(&mut fused_tape, x), grad_bits(&mut tape, x2), "n = {n}");
+        let direct: Vec<f32> = x0.iter().map(|&v| scalar::sigmoid(v) * v).collect();
+        assert_eq!(sum_slice(&direct).to_bits(), fused_tape.scalar(loss).to_bits());
+    }
+}
+
+#[test]
+fn broadcast_inputs_walk_by_rows_and_sum_their_gradients_back() {
+    for (sa, sb, sc) in [
+        (&[4, 3][..], &[3][..], &[4, 3][..]),
+        (&[2, 1, 5], &[3, 1], &[2, 3, 5]),
+        (&[300, 200], &[200], &[1]),
+        (&[], &[7], &[2, 7]),
+    ] {
+        let (a0, b0, c0) = (random(sa, 1), random(sb, 2), random(sc, 3));
+        let mut fused_tape = Tape::<f32>::new();
+        let [a, b, c] = [&a0, &b0, &c0].map(|v| fused_tape.param(v));
+        let y = fused(&mut fused_tape, AddMul, [a, b, c].map(Operand::Var), []);
+        let loss = g_sum(&mut fused_tape, y);
+        fused_tape.backward(loss).unwrap();
+
+        let mut tape = Tape::<f32>::new();
+        let [a2, b2, c2] = [&a0, &b0, &c0].map(|v| tape.param(v));
+        let ab = g_add(&mut tape, a2, b2);
+        let y2 = g_mul(&mut tape, ab, c2);
+        let loss2 = g_sum(&mut tape, y2);
+        tape.backward(loss2).unwrap();
+        assert_eq!(bits(&fused_tape, y), bits(&tape, y2), "{sa:?} {sb:?} {sc:?}");
+        let ab_shape = crate::broadcast::broadcast_shapes(sa, sb).unwrap();
+        let y_shape = tape.value(y2).shape().to_vec();
+        if ab_shape.slice() == y_shape.as_slice() {
+            assert_eq!(fused_tape.len(), 5, "one fused node");
+            for (f, u) in [(a, a2), (b, b2), (c, c2)] {
+                assert_eq!(grad_bits(&mut fused_tape, f), grad_bits(&mut tape, u), "{sa:?} {sb:?} {sc:?}");
+            }
+        } else {
+            assert_eq!(fused_tape.len(), 6, "a + b is broadcast: the region runs unfused");
+            for (f, u) in [(a, a2), (b, b2), (c, c2)] {
+                assert_eq!(grad_bits(&mut fused_tape, f), grad_bits(&mut tape, u), "{sa:?} {sb:?} {sc:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_shape_error_is_the_unfused_ops_error_at_its_site() {
+    let mut tape = Tape::<f32>::new();
+    let (a, b, c) = (tape.param(random(&[4, 3], 1)), tape.param(random(&[2], 2)), tape.param(random(&[3], 3)));
+    let y = fused(&mut tape, AddMul, [a, b, c].map(Operand::Var), []);
+    assert!(y.is_poisoned());
+    let err = tape.error().unwrap();
+    assert_eq!(err.op(), "g_add");
+    assert_eq!(err.shapes(), &[vec![4, 3], vec![2]]);
+    assert_eq!(err.location(), <AddMul as Kernel<f32, 3, 0>>::SITES[0]);
+    assert_eq!(tape.len(), 3, "nothing recorded");
+
+    let mut tape = Tape::<f32>::new();
+    let (a, b, c) = (tape.param(random(&[4, 3], 1)), tape.param(random(&[3], 2)), tape.param(random(&[5], 3)));
+    fused(&mut tape, AddMul, [a, b, c].map(Operand::Var), []);
+    let err = tape.error().unwrap();
+    assert_eq!((err.op(), err.shapes()), ("g_mul", &[vec![4, 3], vec![5]][..]));
+    assert_eq!(err.location(), <AddMul as Kernel<f32, 3, 0>>::SITES[1]);
+}
+
+#[test]
+fn rust_scalar_leaves_are_splatted() {
+    let mut tape = Tape::<f64>::new();
+    let c = tape.param(ndarray::array![1.0, 2.0]);
+    let y = fused(&mut tape, AddMul, [Operand::Scalar(0.5), Operand::Scalar(0.25), Operand::Var(c)], []);
+    assert_eq!(tape.value(y), ndarray::array![0.75, 1.5].into_dyn());
+    tape.backward(y).unwrap();
+    assert_eq!(tape.grad(c), ndarray::array![0.75, 0.75].into_dyn());
+}
+
+#[test]
+fn a_fused_node_is_no_larger_than_the_largest_op() {
+    assert!(std::mem::size_of::<super::Fused<f64>>() <= 72, "{}", std::mem::size_of::<super::Fused<f64>>());
+    assert_eq!(std::mem::size_of::<crate::ops::Op<f64>>(), 72);
+}
