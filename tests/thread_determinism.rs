@@ -3,6 +3,10 @@
 //! the same bits in every value and gradient, and the same parameters after
 //! Adam and AdamW steps.
 //! (Kernels cut work into fixed-size pieces and sum in a fixed tree.)
+//!
+//! Nor on the vector width: the same graph computed with the kernels built
+//! for the baseline, for AVX2 and for AVX-512 (`GRAD_SIMD`, each in a child
+//! process, as the level is chosen once per process) gives the same bits.
 
 mod common;
 
@@ -41,7 +45,25 @@ fn run(threads: usize) -> Vec<ArrayD<f32>> {
     let mut out: Vec<ArrayD<f32>> =
         [s, sx, t, h, z, e, p, l, m, f, folded, loss].iter().map(|&v| tape.value(v).to_owned()).collect();
     out.extend([x, w, b].iter().map(|&v| tape.grad(v).to_owned()));
+    let mut adam = Adam::new(1e-2);
+    let mut adamw = AdamW::new(1e-2);
+    adam.add(&tape, x, 1e-4).unwrap();
+    adamw.add(&tape, w, 1e-2).unwrap();
+    adamw.add(&tape, b, 0.0).unwrap();
+    for _ in 0..2 {
+        adam.step(&mut tape).unwrap();
+        adamw.step(&mut tape).unwrap();
+    }
+    out.extend([x, w, b].iter().map(|&v| tape.value(v).to_owned()));
     out
+}
+
+/// A digest of every bit of `tensors`.
+fn digest(tensors: &[ArrayD<f32>]) -> u64 {
+    tensors
+        .iter()
+        .flat_map(|t| t.iter())
+        .fold(0xcbf2_9ce4_8422_2325, |h, v| (h ^ u64::from(v.to_bits())).wrapping_mul(0x0100_0000_01b3))
 }
 
 #[test]
@@ -55,4 +77,31 @@ fn every_value_and_gradient_is_bit_identical_whatever_the_thread_count() {
         }
     }
     set_num_threads(0).unwrap();
+}
+
+/// Prints the digest of `run(2)` when run as a child of the test below.
+#[test]
+fn child_digest() {
+    if std::env::var_os("GRAD_DIGEST_CHILD").is_some() {
+        println!("digest {:016x}", digest(&run(2)));
+    }
+}
+
+#[test]
+fn every_value_and_gradient_is_bit_identical_whatever_the_vector_width() {
+    let digest_at = |level: &str| {
+        let output = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "child_digest", "--nocapture", "--test-threads", "1"])
+            .env("GRAD_DIGEST_CHILD", "1")
+            .env("GRAD_SIMD", level)
+            .output()
+            .expect("the test binary runs itself");
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        let line = text.lines().find_map(|l| l.split("digest ").nth(1)).map(str::to_owned);
+        line.unwrap_or_else(|| panic!("no digest from the child at level {level}: {text}"))
+    };
+    let widest = digest_at("widest");
+    for level in ["avx2", "baseline"] {
+        assert_eq!(digest_at(level), widest, "{level} differs from the widest level this CPU has");
+    }
 }

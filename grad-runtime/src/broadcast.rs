@@ -5,7 +5,7 @@
 use ndarray::{Dimension, IxDyn};
 
 use crate::Float;
-use crate::parallel;
+use crate::{parallel, simd};
 
 /// The broadcast shape of `a` and `b` (aligned at the right; each dim pair
 /// equal, or one of them 1), or `None` when they do not broadcast.
@@ -122,16 +122,28 @@ pub(crate) fn zip_broadcast<T: Float>(
         let out = &mut out[row * n..(row + 1) * n];
         match (step_a, step_b) {
             (1, 1) => zip_rows(&a[ja..ja + n], &b[jb..jb + n], out, &f),
-            (1, _) => out.iter_mut().zip(&a[ja..ja + n]).for_each(|(o, &x)| *o = f(x, b[jb])),
-            (_, 1) => out.iter_mut().zip(&b[jb..jb + n]).for_each(|(o, &y)| *o = f(a[ja], y)),
+            (1, _) => map_row(&a[ja..ja + n], out, &|x| f(x, b[jb])),
+            (_, 1) => map_row(&b[jb..jb + n], out, &|y| f(a[ja], y)),
             _ => out.fill(f(a[ja], b[jb])),
         }
     });
 }
 
-fn zip_rows<T: Float>(a: &[T], b: &[T], out: &mut [T], f: &impl Fn(T, T) -> T) {
-    for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
-        *o = f(x, y);
+simd::multiversion! {
+    /// `out[i] = f(a[i], b[i])`.
+    fn zip_rows[T: Float, F: Fn(T, T) -> T][T, F](a: &[T], b: &[T], out: &mut [T], f: &F) {
+        for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+            *o = f(x, y);
+        }
+    }
+}
+
+simd::multiversion! {
+    /// `out[i] = f(x[i])`.
+    fn map_row[T: Float, F: Fn(T) -> T][T, F](x: &[T], out: &mut [T], f: &F) {
+        for (o, &x) in out.iter_mut().zip(x) {
+            *o = f(x);
+        }
     }
 }
 

@@ -58,6 +58,7 @@ mod params;
 mod pool;
 mod rng;
 pub mod schedule;
+mod simd;
 mod size;
 mod tape;
 mod tensor;

@@ -6,7 +6,7 @@
 //!
 //! The pool starts with `GRAD_NUM_THREADS` threads if that is set (to a
 //! positive integer), else one per core; [`set_num_threads`] changes it.
-//! Small tensors never reach it: below a size measured on the kernels
+//! Small tensors never reach the pool: below a size measured on the kernels
 //! (`MIN_PARALLEL_ELEMENTS`), handing work to another thread costs more than
 //! it saves, so small graphs run exactly as they would on one thread.
 

@@ -11,7 +11,7 @@ use crate::ops::axis::{AxisLanes, normalize_axis, reduced_shape};
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
 use crate::tensor::Tensor;
-use crate::{Float, Tape, Var, parallel};
+use crate::{Float, Tape, Var, parallel, simd};
 
 /// The sum of every element, as a scalar (shape `[]`).
 ///
@@ -319,18 +319,20 @@ pub(crate) fn sum_slice<T: Float>(x: &[T]) -> T {
     parallel::tree_sum(x, 1024, &sum_block)
 }
 
-/// Sums at most a block with eight independent accumulators.
-fn sum_block<T: Float>(x: &[T]) -> T {
-    const LANES: usize = 8;
-    let mut lanes = [T::zero(); LANES];
-    let mut chunks = x.chunks_exact(LANES);
-    for chunk in &mut chunks {
-        for (lane, &v) in lanes.iter_mut().zip(chunk) {
-            *lane += v;
+simd::multiversion! {
+    /// Sums at most a block with eight independent accumulators.
+    fn sum_block[T: Float][T](x: &[T]) -> T {
+        const LANES: usize = 8;
+        let mut lanes = [T::zero(); LANES];
+        let mut chunks = x.chunks_exact(LANES);
+        for chunk in &mut chunks {
+            for (lane, &v) in lanes.iter_mut().zip(chunk) {
+                *lane += v;
+            }
         }
+        let tail: T = chunks.remainder().iter().copied().sum();
+        ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7])) + tail
     }
-    let tail: T = chunks.remainder().iter().copied().sum();
-    ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7])) + tail
 }
 
 #[cfg(test)]

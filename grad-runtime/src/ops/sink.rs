@@ -6,7 +6,7 @@ use crate::broadcast::reduce_into;
 use crate::pool::BufferPool;
 use crate::tape::{Node, NodeId};
 use crate::tensor::Tensor;
-use crate::{Float, parallel};
+use crate::{Float, parallel, simd};
 
 /// The view of the tape a backward rule gets: every node's value (read) and
 /// every gradient slot (summed into), plus the buffer pool for scratch space.
@@ -120,14 +120,19 @@ impl<'a, T: Float> GradSink<'a, T> {
         debug_assert_eq!(contribution.len(), self.nodes[id].value.len());
         match &mut self.grads[id] {
             Some(grad) => {
-                parallel::for_each_chunk(&mut grad.data, |offset, grad| {
-                    grad.iter_mut().zip(&contribution[offset..]).for_each(|(g, &c)| *g += c);
-                });
+                parallel::for_each_chunk(&mut grad.data, |offset, grad| add_into(grad, &contribution[offset..]));
                 self.pool.give(contribution);
             }
             slot @ None => {
                 *slot = Some(Tensor::new(self.nodes[id].value.shape.clone(), contribution));
             }
         }
+    }
+}
+
+simd::multiversion! {
+    /// `grad[i] += contribution[i]`.
+    fn add_into[T: Float][T](grad: &mut [T], contribution: &[T]) {
+        grad.iter_mut().zip(contribution).for_each(|(g, &c)| *g += c);
     }
 }

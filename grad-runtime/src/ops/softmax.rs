@@ -13,7 +13,7 @@ use crate::ops::reduce::sum_slice;
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
 use crate::tensor::Tensor;
-use crate::{Float, Tape, Var};
+use crate::{Float, Tape, Var, simd};
 
 /// `exp(x - max) / sum(exp(x - max))` along `axis` (negative counts from
 /// the end, `-1` = last).
@@ -34,28 +34,35 @@ pub fn g_log_softmax<T: Float>(tp: &mut Tape<T>, x: Var, axis: isize) -> Var {
     along_axis(tp, "g_log_softmax", x, axis, |x, axis| Op::LogSoftmax { x, axis }, log_softmax_row)
 }
 
-/// The softmax of one lane `x` into `y`.
-pub(crate) fn softmax_row<T: Float>([x]: [&[T]; 1], y: &mut [T]) {
-    let max = row_max(x);
-    for (y, &x) in y.iter_mut().zip(x) {
-        *y = (x - max).tape_exp();
+simd::multiversion! {
+    /// The softmax of one lane `x` into `y`.
+    pub(crate) fn softmax_row[T: Float][T](x: [&[T]; 1], y: &mut [T]) {
+        let [x] = x;
+        let max = row_max(x);
+        for (y, &x) in y.iter_mut().zip(x) {
+            *y = (x - max).tape_exp();
+        }
+        let total = sum_slice(y);
+        y.iter_mut().for_each(|y| *y /= total);
     }
-    let total = sum_slice(y);
-    y.iter_mut().for_each(|y| *y /= total);
 }
 
-fn log_softmax_row<T: Float>([x]: [&[T]; 1], y: &mut [T]) {
-    let max = row_max(x);
-    for (y, &x) in y.iter_mut().zip(x) {
-        *y = (x - max).tape_exp();
-    }
-    let log_total = sum_slice(y).ln();
-    for (y, &x) in y.iter_mut().zip(x) {
-        *y = x - max - log_total;
+simd::multiversion! {
+    fn log_softmax_row[T: Float][T](x: [&[T]; 1], y: &mut [T]) {
+        let [x] = x;
+        let max = row_max(x);
+        for (y, &x) in y.iter_mut().zip(x) {
+            *y = (x - max).tape_exp();
+        }
+        let log_total = sum_slice(y).ln();
+        for (y, &x) in y.iter_mut().zip(x) {
+            *y = x - max - log_total;
+        }
     }
 }
 
 /// The largest element of a lane (`-inf` for an empty one).
+#[inline]
 pub(crate) fn row_max<T: Float>(x: &[T]) -> T {
     x.iter().fold(T::neg_infinity(), |m, &v| m.max(v))
 }
@@ -92,8 +99,13 @@ pub(crate) fn softmax_backward<T: Float>(
     x: NodeId,
     axis: usize,
 ) {
-    // y * (g - sum(g * y)) along each lane.
-    lane_backward(sink, g, out, x, axis, |[g, y], dx| {
+    lane_backward(sink, g, out, x, axis, softmax_backward_row);
+}
+
+simd::multiversion! {
+    /// `y * (g - sum(g * y))` along one lane.
+    fn softmax_backward_row[T: Float][T](gy: [&[T]; 2], dx: &mut [T]) {
+        let [g, y] = gy;
         for ((d, &g), &y) in dx.iter_mut().zip(g).zip(y) {
             *d = g * y;
         }
@@ -101,7 +113,7 @@ pub(crate) fn softmax_backward<T: Float>(
         for ((d, &g), &y) in dx.iter_mut().zip(g).zip(y) {
             *d = y * (g - dot);
         }
-    });
+    }
 }
 
 pub(crate) fn log_softmax_backward<T: Float>(
@@ -111,13 +123,18 @@ pub(crate) fn log_softmax_backward<T: Float>(
     x: NodeId,
     axis: usize,
 ) {
-    // g - exp(y) * sum(g) along each lane.
-    lane_backward(sink, g, out, x, axis, |[g, y], dx| {
+    lane_backward(sink, g, out, x, axis, log_softmax_backward_row);
+}
+
+simd::multiversion! {
+    /// `g - exp(y) * sum(g)` along one lane.
+    fn log_softmax_backward_row[T: Float][T](gy: [&[T]; 2], dx: &mut [T]) {
+        let [g, y] = gy;
         let total = sum_slice(g);
         for ((d, &g), &y) in dx.iter_mut().zip(g).zip(y) {
             *d = g - y.tape_exp() * total;
         }
-    });
+    }
 }
 
 /// Runs `row([g, y], dx)` on every lane along `axis` and adds `dx` to `x`'s gradient.

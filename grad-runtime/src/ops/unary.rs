@@ -10,7 +10,7 @@ use crate::ops::Op;
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
 use crate::tensor::Tensor;
-use crate::{Float, Tape, Var, parallel};
+use crate::{Float, Tape, Var, parallel, simd};
 
 /// An elementwise function and its derivative. `Sync` so that one value
 /// serves every thread of a large pass.
@@ -279,20 +279,27 @@ macro_rules! with_function {
 }
 
 fn forward<T: Float>(f: impl Elementwise<T>, x: &[T], out: &mut [T]) {
-    parallel::for_each_chunk(out, |offset, out| {
-        for (o, &x) in out.iter_mut().zip(&x[offset..]) {
+    parallel::for_each_chunk(out, |offset, out| forward_chunk(&f, &x[offset..], out));
+}
+
+simd::multiversion! {
+    fn forward_chunk[T: Float, F: Elementwise<T>][T, F](f: &F, x: &[T], out: &mut [T]) {
+        for (o, &x) in out.iter_mut().zip(x) {
             *o = f.f(x);
         }
-    });
+    }
 }
 
 fn gradient<T: Float>(f: impl Elementwise<T>, g: &[T], x: &[T], y: &[T], out: &mut [T]) {
-    parallel::for_each_chunk(out, |offset, out| {
-        let (g, x, y) = (&g[offset..], &x[offset..], &y[offset..]);
+    parallel::for_each_chunk(out, |offset, out| gradient_chunk(&f, &g[offset..], &x[offset..], &y[offset..], out));
+}
+
+simd::multiversion! {
+    fn gradient_chunk[T: Float, F: Elementwise<T>][T, F](f: &F, g: &[T], x: &[T], y: &[T], out: &mut [T]) {
         for (((o, &g), &x), &y) in out.iter_mut().zip(g).zip(x).zip(y) {
             *o = g * f.df(x, y);
         }
-    });
+    }
 }
 
 /// `-x`. Gradient: `-g`.

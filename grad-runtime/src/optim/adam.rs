@@ -5,7 +5,7 @@ use std::panic::Location;
 use crate::error::GradError;
 use crate::optim::moments::AdamMoments;
 use crate::optim::registry::{Registry, running_power};
-use crate::{Float, Tape, Var, parallel};
+use crate::{Float, Tape, Var, parallel, simd};
 
 /// Adam (Kingma & Ba), with each parameter's own L2 coefficient `alpha`
 /// added to its gradient, in the form scikit-learn uses.
@@ -174,15 +174,24 @@ impl<T: Float> Adam<T> {
         self.registry.update_each(tape, |_, entry, values, grads| {
             let alpha = T::from_f64(entry.coefficient);
             let (m, v) = moments.of_mut(entry);
+            let constants = [scale, alpha, beta1, one_minus_beta1, beta2, one_minus_beta2, lr_t, eps];
             parallel::for_each_chunk_of_four(values, m, v, grads, |values, m, v, grads| {
-                for (((w, &grad), m), v) in values.iter_mut().zip(grads).zip(m).zip(v) {
-                    let g = grad * scale + alpha * *w;
-                    *m = beta1 * *m + one_minus_beta1 * g;
-                    *v = beta2 * *v + one_minus_beta2 * (g * g);
-                    *w -= (lr_t * *m) / (v.sqrt() + eps);
-                }
+                update(values, m, v, grads, constants)
             });
         });
         Ok(())
+    }
+}
+
+simd::multiversion! {
+    /// One Adam update of a parameter's elements (the order of the type's docs).
+    fn update[T: Float][T](values: &mut [T], m: &mut [T], v: &mut [T], grads: &[T], constants: [T; 8]) {
+        let [scale, alpha, beta1, one_minus_beta1, beta2, one_minus_beta2, lr_t, eps] = constants;
+        for (((w, &grad), m), v) in values.iter_mut().zip(grads).zip(m).zip(v) {
+            let g = grad * scale + alpha * *w;
+            *m = beta1 * *m + one_minus_beta1 * g;
+            *v = beta2 * *v + one_minus_beta2 * (g * g);
+            *w -= (lr_t * *m) / (v.sqrt() + eps);
+        }
     }
 }

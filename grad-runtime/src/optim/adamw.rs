@@ -5,7 +5,7 @@ use std::panic::Location;
 use crate::error::GradError;
 use crate::optim::moments::AdamMoments;
 use crate::optim::registry::{Registry, running_power};
-use crate::{Float, Tape, Var, parallel};
+use crate::{Float, Tape, Var, parallel, simd};
 
 /// AdamW (Loshchilov & Hutter): Adam whose weight decay shrinks the
 /// parameter directly instead of entering the gradient, exactly as
@@ -134,18 +134,28 @@ impl<T: Float> AdamW<T> {
             let correction2 = T::from_f64(1.0 - power.1);
             let decay = T::from_f64(lr_f64 * entry.coefficient);
             let (m, v) = moments.of_mut(entry);
+            let constants =
+                [scale, decay, beta1, one_minus_beta1, beta2, one_minus_beta2, correction1, correction2, lr, eps];
             parallel::for_each_chunk_of_four(values, m, v, grads, |values, m, v, grads| {
-                for (((w, &grad), m), v) in values.iter_mut().zip(grads).zip(m).zip(v) {
-                    let g = grad * scale;
-                    *w -= decay * *w;
-                    *m = beta1 * *m + one_minus_beta1 * g;
-                    *v = beta2 * *v + one_minus_beta2 * (g * g);
-                    let m_hat = *m / correction1;
-                    let v_hat = *v / correction2;
-                    *w -= (lr * m_hat) / (v_hat.sqrt() + eps);
-                }
+                update(values, m, v, grads, constants)
             });
         });
         Ok(())
+    }
+}
+
+simd::multiversion! {
+    /// One AdamW update of a parameter's elements (the order of the type's docs).
+    fn update[T: Float][T](values: &mut [T], m: &mut [T], v: &mut [T], grads: &[T], constants: [T; 10]) {
+        let [scale, decay, beta1, one_minus_beta1, beta2, one_minus_beta2, correction1, correction2, lr, eps] = constants;
+        for (((w, &grad), m), v) in values.iter_mut().zip(grads).zip(m).zip(v) {
+            let g = grad * scale;
+            *w -= decay * *w;
+            *m = beta1 * *m + one_minus_beta1 * g;
+            *v = beta2 * *v + one_minus_beta2 * (g * g);
+            let m_hat = *m / correction1;
+            let v_hat = *v / correction2;
+            *w -= (lr * m_hat) / (v_hat.sqrt() + eps);
+        }
     }
 }

@@ -18,6 +18,7 @@ use crate::Float;
 use crate::broadcast::broadcast_strides;
 use crate::ops::reduce::sum_slice;
 use crate::parallel::{self, CHUNK, worth_it};
+use crate::simd;
 
 /// Elements a kernel runs over at a time.
 const TILE: usize = 64;
@@ -162,6 +163,7 @@ fn sum_tree<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize>(
 }
 
 /// The inputs as plain slices, when none is splatted.
+#[inline(always)]
 fn slices<'a, T, const N: usize>(x: &[Source<'a, T>; N]) -> Option<[&'a [T]; N]> {
     let mut out = [&[][..]; N];
     for (o, source) in out.iter_mut().zip(x) {
@@ -173,7 +175,8 @@ fn slices<'a, T, const N: usize>(x: &[Source<'a, T>; N]) -> Option<[&'a [T]; N]>
     Some(out)
 }
 
-fn forward_segment<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize>(
+simd::multiversion! {
+fn forward_segment[T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize][T, K, N, P](
     x: [Source<'_, T>; N],
     p: [T; P],
     out: &mut [T],
@@ -196,6 +199,7 @@ fn forward_segment<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize>
             *o = K::forward(std::array::from_fn(|k| tile[k][j]), p);
         }
     }
+}
 }
 
 /// Writes each input's gradient, `g` times its partial derivative, on the
@@ -270,14 +274,16 @@ fn split_at<T, const N: usize>(outs: [&mut [T]; N], mid: usize) -> ([&mut [T]; N
     (left, right)
 }
 
-fn backward_segment<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize>(
+simd::multiversion! {
+fn backward_segment[T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize][T, K, N, P](
     x: [Source<'_, T>; N],
     y: Option<&[T]>,
     g: Source<'_, T>,
     p: [T; P],
-    mut outs: [&mut [T]; N],
+    outs: [&mut [T]; N],
     len: usize,
 ) {
+    let mut outs = outs;
     if let Some(x) = slices(&x)
         && outs.iter().all(|o| o.len() == len)
     {
@@ -315,49 +321,58 @@ fn backward_segment<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize
         }
     }
 }
+}
 
 /// `backward_segment` when every input is read in place and every
-/// gradient is wanted: no tiles.
+/// gradient is wanted: no tiles. Each case is its own plain loop (no
+/// closure per element), so the kernel inlines into it and vectorises.
+#[inline(always)]
 fn backward_in_place<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize>(
     x: [&[T]; N],
     y: Option<&[T]>,
     g: Source<'_, T>,
     p: [T; P],
-    mut outs: [&mut [T]; N],
+    outs: [&mut [T]; N],
     len: usize,
 ) {
     let x = x.map(|x| &x[..len]);
-    let input = |i: usize| std::array::from_fn(|k| x[k][i]);
+    let outs = outs.map(|o| &mut o[..len]);
+    /// `outs[k][i] = $gradients[k]` for every position `$i < len`.
+    macro_rules! each {
+        ($i:ident => $gradients:expr) => {
+            for $i in 0..len {
+                let d: [T; N] = $gradients;
+                for k in 0..N {
+                    outs[k][$i] = d[k];
+                }
+            }
+        };
+    }
     match (y, g) {
         (Some(y), Source::Slice(g)) => {
             let (y, g) = (&y[..len], &g[..len]);
-            each(&mut outs, len, |i| K::backward(input(i), y[i], g[i], p));
+            each!(i => K::backward(std::array::from_fn(|k| x[k][i]), y[i], g[i], p));
         }
-        (None, Source::Splat(g)) => each(&mut outs, len, |i| K::backward(input(i), K::forward(input(i), p), g, p)),
+        (None, Source::Splat(g)) => each!(i => {
+            let input = std::array::from_fn(|k| x[k][i]);
+            K::backward(input, K::forward(input, p), g, p)
+        }),
         (Some(y), Source::Splat(g)) => {
             let y = &y[..len];
-            each(&mut outs, len, |i| K::backward(input(i), y[i], g, p));
+            each!(i => K::backward(std::array::from_fn(|k| x[k][i]), y[i], g, p));
         }
         (None, Source::Slice(g)) => {
             let g = &g[..len];
-            each(&mut outs, len, |i| K::backward(input(i), K::forward(input(i), p), g[i], p));
-        }
-    }
-}
-
-/// `outs[k][i] = gradients(i)[k]` for every position `i < len`.
-#[inline(always)]
-fn each<T: Copy, const N: usize>(outs: &mut [&mut [T]; N], len: usize, gradients: impl Fn(usize) -> [T; N]) {
-    let mut outs = outs.each_mut().map(|o| &mut o[..len]);
-    for i in 0..len {
-        let d = gradients(i);
-        for (out, d) in outs.iter_mut().zip(d) {
-            out[i] = d;
+            each!(i => {
+                let input = std::array::from_fn(|k| x[k][i]);
+                K::backward(input, K::forward(input, p), g[i], p)
+            });
         }
     }
 }
 
 /// Fills each splatted input's tile once.
+#[inline(always)]
 fn splat<T: Copy>(x: &[Source<'_, T>], tile: &mut [[T; TILE]]) {
     for (source, tile) in x.iter().zip(tile) {
         if let Source::Splat(v) = *source {
@@ -367,6 +382,7 @@ fn splat<T: Copy>(x: &[Source<'_, T>], tile: &mut [[T; TILE]]) {
 }
 
 /// Copies `m` values of each sliced input from position `start` into its tile.
+#[inline(always)]
 fn fill<T: Copy>(x: &[Source<'_, T>], start: usize, tile: &mut [[T; TILE]], m: usize) {
     for (source, tile) in x.iter().zip(tile) {
         if let Source::Slice(s) = *source {

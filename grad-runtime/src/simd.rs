@@ -1,0 +1,121 @@
+//! Kernels compiled for the widest vector instructions the CPU they run on
+//! has. The crate is built for the baseline of its target (SSE2 on x86-64),
+//! so one binary runs everywhere; the elementwise loops are plain Rust that
+//! the compiler vectorises, and [`multiversion!`] compiles each such loop
+//! three times (AVX-512, AVX2 + FMA, baseline), picking one at run time from
+//! what the CPU reports. The Rust is the same at every width and lanes are
+//! independent (no `mul_add`, and Rust never fuses `a * b + c` on its own),
+//! so every version computes the same bits.
+
+use std::sync::OnceLock;
+
+/// Which version of a kernel this CPU runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Level {
+    Avx512,
+    Avx2,
+    Baseline,
+}
+
+/// The widest level this CPU supports, or a narrower one named by the
+/// environment variable `GRAD_SIMD` (`avx2` or `baseline`: for comparing
+/// versions; results are the same bits). Decided once.
+#[inline]
+pub(crate) fn level() -> Level {
+    static LEVEL: OnceLock<Level> = OnceLock::new();
+    *LEVEL.get_or_init(|| {
+        let widest = widest();
+        match std::env::var("GRAD_SIMD").as_deref() {
+            Ok("baseline") => Level::Baseline,
+            Ok("avx2") if widest != Level::Baseline => Level::Avx2,
+            _ => widest,
+        }
+    })
+}
+
+fn widest() -> Level {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512vl") {
+            return Level::Avx512;
+        }
+        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            return Level::Avx2;
+        }
+    }
+    Level::Baseline
+}
+
+/// Defines a function whose body is compiled three times, with AVX-512,
+/// with AVX2 + FMA, and for the baseline, and which runs the widest version
+/// the CPU supports. Generics go in brackets, then their names for the
+/// calls (`fn name[T: Float, const N: usize][T, N](x: &[T]) { ... }`); the
+/// body must be the function's whole work (calls in it are inlined into
+/// each version when small, `#[inline]` or generic).
+macro_rules! multiversion {
+    (
+        $(#[$meta:meta])*
+        $vis:vis fn $name:ident [$($generics:tt)*] [$($names:tt)*] ($($arg:ident : $ty:ty),* $(,)?)
+        $(-> $ret:ty)? $body:block
+    ) => {
+        $(#[$meta])*
+        #[inline]
+        $vis fn $name<$($generics)*>($($arg: $ty),*) $(-> $ret)? {
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+            fn avx512<$($generics)*>($($arg: $ty),*) $(-> $ret)? $body
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx2,fma")]
+            fn avx2<$($generics)*>($($arg: $ty),*) $(-> $ret)? $body
+            fn baseline<$($generics)*>($($arg: $ty),*) $(-> $ret)? $body
+            match $crate::simd::level() {
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: `avx512` only enables target features, and
+                // `level()` returned `Avx512` because the CPU reports them
+                // all, so every instruction compiled into it exists here.
+                $crate::simd::Level::Avx512 => {
+                    #[allow(unsafe_code)]
+                    unsafe { avx512::<$($names)*>($($arg),*) }
+                }
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: as above, for AVX2 and FMA.
+                $crate::simd::Level::Avx2 => {
+                    #[allow(unsafe_code)]
+                    unsafe { avx2::<$($names)*>($($arg),*) }
+                }
+                _ => baseline::<$($names)*>($($arg),*),
+            }
+        }
+    };
+}
+
+pub(crate) use multiversion;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::math::{exp_f32, tanh_f32};
+
+    multiversion! {
+        fn mixed[][](x: &[f32], out: &mut [f32]) {
+            for (o, &v) in out.iter_mut().zip(x) {
+                *o = tanh_f32(v) * 2.0 + exp_f32(-v.abs());
+            }
+        }
+    }
+
+    fn mixed_baseline(x: &[f32], out: &mut [f32]) {
+        for (o, &v) in out.iter_mut().zip(x) {
+            *o = tanh_f32(v) * 2.0 + exp_f32(-v.abs());
+        }
+    }
+
+    #[test]
+    fn the_dispatched_version_computes_the_baseline_bits() {
+        let x: Vec<f32> = (0..10_000).map(|i| (i as f32 - 5000.0) * 0.0137).collect();
+        let (mut a, mut b) = (vec![0.0; x.len()], vec![0.0; x.len()]);
+        mixed(&x, &mut a);
+        mixed_baseline(&x, &mut b);
+        assert!(a.iter().zip(&b).all(|(a, b)| a.to_bits() == b.to_bits()), "level {:?}", level());
+    }
+}
