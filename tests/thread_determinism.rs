@@ -21,9 +21,9 @@ fn run(threads: usize) -> Vec<ArrayD<f32>> {
     assert_eq!(num_threads(), threads);
     let mut rng = Rng::new(17);
     let mut tape = Tape::<f32>::new();
-    let x = tape.param(rng.normal_array(&[256, 512]).mapv(|v| v as f32));
-    let w = tape.param(rng.normal_array(&[512, 384]).mapv(|v| v as f32 * 0.05));
-    let b = tape.param(rng.normal_array(&[384]).mapv(|v| v as f32));
+    let x = tape.param(rng.normal_array(&[128, 512]).mapv(|v| v as f32));
+    let w = tape.param(rng.normal_array(&[512, 256]).mapv(|v| v as f32 * 0.05));
+    let b = tape.param(rng.normal_array(&[256]).mapv(|v| v as f32));
     let s = g_sigmoid(&mut tape, x);
     let sx = g_mul(&mut tape, s, x);
     let t = g_tanh(&mut tape, sx);

@@ -47,6 +47,7 @@ pub mod dsl;
 mod error;
 mod finite;
 mod float;
+mod gemm;
 pub mod init;
 pub mod io;
 mod math;

@@ -83,9 +83,11 @@ fn pool() -> Arc<rayon::ThreadPool> {
     Arc::clone(pool)
 }
 
-/// Whether a pass over `len` elements is worth sharing out.
+/// Whether a pass over `len` elements is worth sharing out: large enough,
+/// and the pool has more than one thread (with one, no rayon call is made
+/// at all, so nothing reaches rayon's global pool either).
 pub(crate) fn worth_it(len: usize) -> bool {
-    len >= MIN_PARALLEL_ELEMENTS
+    len >= MIN_PARALLEL_ELEMENTS && num_threads() > 1
 }
 
 /// Runs `f` on the pool when `parallel`, else on this thread: the body of

@@ -1,19 +1,21 @@
-//! Matrix products through an optimised GEMM (ndarray's `general_mat_mul`,
-//! backed by matrixmultiply): `matmul` with NumPy's batching rules, and
-//! the strict batched product `bmm`.
+//! Matrix products through grad's GEMM (`gemm/`): `matmul` with NumPy's
+//! batching rules, and the strict batched product `bmm`. A batch of small
+//! products is shared out over threads by product; a large product splits
+//! its own rows.
 
 use std::panic::Location;
 
-use ndarray::linalg::general_mat_mul;
-use ndarray::{ArrayView2, ArrayViewMut2, Dimension, IxDyn};
+use ndarray::{Dimension, IxDyn};
+use rayon::prelude::*;
 
 use crate::broadcast::{broadcast_shapes, broadcast_strides, for_each_offset};
 use crate::error::ErrorKind;
+use crate::gemm::{self, MatRef};
 use crate::ops::Op;
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
 use crate::tensor::Tensor;
-use crate::{Float, Tape, Var};
+use crate::{Float, Tape, Var, parallel};
 
 /// The matrix product `a @ b` with NumPy's rules for stacks of matrices:
 ///
@@ -82,12 +84,13 @@ fn product<T: Float>(
         Err(kind) => return tp.fail(name, kind, &[a, b], location),
     };
     let Some(mut out) = tp.output(name, plan.out_shape.clone(), &[a, b], location) else { return tp.poisoned_var() };
-    let (va, vb) = (&tp.value_of(a).data, &tp.value_of(b).data);
-    let (m, k, n) = (plan.m, plan.k, plan.n);
-    plan.for_each_product(tp.shape(a), tp.shape(b), |ia, ib, io| {
-        let (a, b) = (matrix(&va[ia..ia + m * k], m, k), matrix(&vb[ib..ib + k * n], k, n));
-        gemm(a, b, &mut out.data[io..io + m * n], false);
+    let pieces = plan.pieces();
+    let mut scratch = tp.scratch(pieces * gemm::scratch_len::<T>(plan.m, plan.k, plan.n));
+    let (va, vb) = (tp.value_of(a), tp.value_of(b));
+    plan.run(va.shape(), vb.shape(), &mut out.data, (&mut scratch, pieces), |ia, ib| {
+        (MatRef::row_major(&va.data[ia..], plan.m, plan.k), MatRef::row_major(&vb.data[ib..], plan.k, plan.n))
     });
+    tp.recycle(scratch);
     tp.push(op(a, b), out)
 }
 
@@ -126,6 +129,73 @@ impl Plan {
         Ok(Plan { m, k, n, out_shape: IxDyn(&out_dims), batch: Some(batch) })
     }
 
+    /// The number of matrix products.
+    fn count(&self) -> usize {
+        self.batch.as_ref().map_or(1, |batch| batch.size())
+    }
+
+    /// The pieces a batch is shared out in: products run one after
+    /// another within a piece, pieces on several threads when each product
+    /// is too small to split itself.
+    fn pieces(&self) -> usize {
+        let small = self.m * self.n * self.k < (1 << 20);
+        let threads = parallel::num_threads();
+        if self.count() > 1 && small && threads > 1 { self.count().min(2 * threads) } else { 1 }
+    }
+
+    /// `out[product] = a @ b` for each product, `operands(ia, ib)` giving
+    /// the two matrices at those element offsets of `a` and `b`. `out` holds
+    /// one `m × n` block per product in order (the forward's output), and
+    /// the `pieces` run in parallel, each with its share of `scratch`
+    /// (`pieces` GEMM scratches). Empty products write nothing: never walk
+    /// a batch of them, which may be huge (a `[2^40, 0, 3]` stack holds no
+    /// element).
+    fn run<'a, T: Float>(
+        &self,
+        sa: &[usize],
+        sb: &[usize],
+        out: &mut [T],
+        (scratch, pieces): (&mut [T], usize),
+        operands: impl Fn(usize, usize) -> (MatRef<'a, T>, MatRef<'a, T>) + Sync,
+    ) {
+        let (m, k, n) = (self.m, self.k, self.n);
+        if m * n == 0 {
+            return;
+        }
+        let per = gemm::scratch_len::<T>(m, k, n);
+        let per_piece = self.count().div_ceil(pieces);
+        let work = |piece: usize, out: &mut [T], scratch: &mut [T]| {
+            for (j, block) in out.chunks_exact_mut(m * n).enumerate() {
+                let (ia, ib) = self.offsets(sa, sb, piece * per_piece + j);
+                let (a, b) = operands(ia, ib);
+                gemm::gemm(a, b, block, false, scratch);
+            }
+        };
+        if pieces == 1 {
+            return work(0, out, &mut scratch[..per]);
+        }
+        parallel::run(true, || {
+            let blocks = out.par_chunks_mut(per_piece * m * n).zip(scratch.par_chunks_mut(per));
+            blocks.enumerate().for_each(|(piece, (out, scratch))| work(piece, out, scratch));
+        });
+    }
+
+    /// The element offsets in `a` and `b` of the operands of product `i`
+    /// (row-major over the broadcast batch).
+    fn offsets(&self, sa: &[usize], sb: &[usize], i: usize) -> (usize, usize) {
+        let Some(batch) = &self.batch else { return (0, 0) };
+        let strides_a = broadcast_strides(&sa[..sa.len() - 2], batch.slice());
+        let strides_b = broadcast_strides(&sb[..sb.len() - 2], batch.slice());
+        let (mut rest, mut ia, mut ib) = (i, 0, 0);
+        for axis in (0..batch.ndim()).rev() {
+            let coordinate = rest % batch[axis];
+            rest /= batch[axis];
+            ia += coordinate * strides_a[axis];
+            ib += coordinate * strides_b[axis];
+        }
+        (ia * self.m * self.k, ib * self.k * self.n)
+    }
+
     /// Calls `f(offset in a, offset in b, offset in out)` for each matrix
     /// product, in the output's row-major order.
     fn for_each_product(&self, sa: &[usize], sb: &[usize], mut f: impl FnMut(usize, usize, usize)) {
@@ -134,9 +204,6 @@ impl Plan {
             f(0, 0, 0);
             return;
         };
-        // Empty products write nothing (forward) and add nothing (backward,
-        // into zeroed buffers): never walk a batch of them, which may be
-        // huge (a [2^40, 0, 3] stack holds no element).
         if m * n == 0 {
             return;
         }
@@ -159,43 +226,25 @@ pub(crate) fn matmul_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T
     let (va, vb) = (sink.value(a), sink.value(b));
     let plan = Plan::new(va.shape(), vb.shape()).expect("invariant: shapes were checked in the forward pass");
     let (m, k, n) = (plan.m, plan.k, plan.n);
+    // Scratch for both products: g @ bᵀ is m × n by n × k, aᵀ @ g is k × m by m × n.
+    let mut scratch = sink.scratch(gemm::scratch_len::<T>(m, n, k).max(gemm::scratch_len::<T>(k, m, n)));
     // Broadcast batches add several products into one block: accumulate
     // into zeros. Without a batch there is one product, written whole.
     let accumulate = plan.batch.is_some();
-    let contribute = |sink: &mut GradSink<'_, T>, x: NodeId, fill: &dyn Fn(&mut [T])| {
+    let contribute = |sink: &mut GradSink<'_, T>, x: NodeId, fill: &mut dyn FnMut(&mut [T])| {
         if accumulate { sink.contribute_zeroed(x, fill) } else { sink.contribute(x, fill) }
     };
-    contribute(sink, a, &|ga| {
+    contribute(sink, a, &mut |ga| {
         plan.for_each_product(va.shape(), vb.shape(), |ia, ib, io| {
-            let (b, g) = (matrix(&vb.data[ib..ib + k * n], k, n), matrix(&g.data[io..io + m * n], m, n));
-            gemm(g, b.t(), &mut ga[ia..ia + m * k], accumulate);
+            let (b, g) = (MatRef::row_major(&vb.data[ib..], k, n), MatRef::row_major(&g.data[io..], m, n));
+            gemm::gemm(g, b.t(), &mut ga[ia..ia + m * k], accumulate, &mut scratch);
         })
     });
-    contribute(sink, b, &|gb| {
+    contribute(sink, b, &mut |gb| {
         plan.for_each_product(va.shape(), vb.shape(), |ia, ib, io| {
-            let (a, g) = (matrix(&va.data[ia..ia + m * k], m, k), matrix(&g.data[io..io + m * n], m, n));
-            gemm(a.t(), g, &mut gb[ib..ib + k * n], accumulate);
+            let (a, g) = (MatRef::row_major(&va.data[ia..], m, k), MatRef::row_major(&g.data[io..], m, n));
+            gemm::gemm(a.t(), g, &mut gb[ib..ib + k * n], accumulate, &mut scratch);
         })
     });
-}
-
-/// Views a row-major buffer as a `rows × cols` matrix.
-fn matrix<T>(data: &[T], rows: usize, cols: usize) -> ArrayView2<'_, T> {
-    ArrayView2::from_shape((rows, cols), data).expect("invariant: shapes were checked against the buffer")
-}
-
-/// `out = a @ b`, or `out += a @ b` when `accumulate`, on a row-major
-/// buffer of the product's shape.
-fn gemm<T: Float>(a: ArrayView2<'_, T>, b: ArrayView2<'_, T>, out: &mut [T], accumulate: bool) {
-    let shape = (a.nrows(), b.ncols());
-    let mut out = ArrayViewMut2::from_shape(shape, out).expect("invariant: output sized to the product");
-    if a.ncols() == 0 {
-        // An empty inner dimension: the product is all zeros.
-        if !accumulate {
-            out.fill(T::zero());
-        }
-        return;
-    }
-    let beta = if accumulate { T::one() } else { T::zero() };
-    general_mat_mul(T::one(), &a, &b, beta, &mut out);
+    sink.recycle(scratch);
 }

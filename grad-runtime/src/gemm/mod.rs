@@ -1,0 +1,174 @@
+//! The matrix product every `matmul`, `bmm` and their gradients run on:
+//! `c = a @ b` or `c += a @ b`, for operands given as strided views (a
+//! transposed operand is the same buffer with its strides swapped, never a
+//! copy), written in safe Rust.
+//!
+//! The structure is BLIS's. `k` is cut into blocks of [`KC`]; for each
+//! block the needed part of `b` is packed into panels of `NR` columns and
+//! `a` into panels of `MR` rows, so the micro-kernel (`kernel.rs`) reads
+//! both contiguously, and it keeps an `MR × NR` tile of `c` in registers
+//! while it runs down the block. The tile sizes fit the vector registers of
+//! the widest instruction set the CPU has (`simd.rs`): 12 × 32 for `f32`
+//! with AVX-512, 6 × 16 with AVX2, smaller without.
+//!
+//! **Same bits, whatever the threads.** Threads share the rows of `c` (a
+//! group of whole tiles each); no element's sum is ever split, and every
+//! element is the same chain of fused multiply-adds over the same blocks of
+//! `k` in the same order whichever thread computes it, and whatever the
+//! vector width (an FMA rounds once at every width).
+//!
+//! **No allocation.** The packed panels live in a buffer the caller passes
+//! (`scratch_len` elements, from the tape's pool), so a training step that
+//! repeats its products allocates nothing.
+
+mod kernel;
+mod pack;
+
+use rayon::prelude::*;
+
+use crate::simd::{self, Level};
+use crate::{Float, parallel};
+
+/// The depth of one packed block: part of the summation order, so fixed
+/// (never derived from the thread count or the CPU).
+pub(crate) const KC: usize = 256;
+
+/// Columns of `b` packed at a time.
+const NC: usize = 4096;
+
+/// Below this many multiply-adds a product stays on one thread: handing
+/// rows to another costs more than it saves (measured, see benches/README.md).
+const MIN_PARALLEL_FLOPS: usize = 1 << 20;
+
+/// A matrix in a buffer: element `(i, j)` at `data[i * row_stride + j * col_stride]`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MatRef<'a, T> {
+    pub(crate) data: &'a [T],
+    pub(crate) rows: usize,
+    pub(crate) cols: usize,
+    pub(crate) row_stride: usize,
+    pub(crate) col_stride: usize,
+}
+
+impl<'a, T> MatRef<'a, T> {
+    /// A row-major `rows × cols` matrix.
+    pub(crate) fn row_major(data: &'a [T], rows: usize, cols: usize) -> Self {
+        MatRef { data, rows, cols, row_stride: cols, col_stride: 1 }
+    }
+
+    /// The transpose: the same elements, strides swapped.
+    pub(crate) fn t(self) -> Self {
+        MatRef {
+            data: self.data,
+            rows: self.cols,
+            cols: self.rows,
+            row_stride: self.col_stride,
+            col_stride: self.row_stride,
+        }
+    }
+
+    #[inline]
+    fn at(&self, i: usize, j: usize) -> &T {
+        &self.data[i * self.row_stride + j * self.col_stride]
+    }
+}
+
+/// The tile of `c` the micro-kernel keeps in registers on this CPU, for
+/// elements of `bytes` bytes: `(MR, NR)`.
+fn tile(level: Level, bytes: usize) -> (usize, usize) {
+    match (level, bytes) {
+        (Level::Avx512, 4) => (12, 32),
+        (Level::Avx512, _) => (12, 16),
+        (Level::Avx2, 4) => (6, 16),
+        (Level::Avx2, _) => (6, 8),
+        (Level::Baseline, 4) => (4, 8),
+        (Level::Baseline, _) => (4, 4),
+    }
+}
+
+/// How many elements of scratch [`gemm`] needs for an `m × k` by `k × n` product.
+pub(crate) fn scratch_len<T>(m: usize, k: usize, n: usize) -> usize {
+    let (mr, nr) = tile(simd::level(), std::mem::size_of::<T>());
+    let kc = k.min(KC);
+    m.div_ceil(mr) * mr * kc + n.min(NC).div_ceil(nr) * nr * kc
+}
+
+/// `c = a @ b`, or `c += a @ b` when `accumulate`; `c` is row-major
+/// `a.rows × b.cols`, `scratch` at least [`scratch_len`] elements.
+pub(crate) fn gemm<T: Float>(a: MatRef<'_, T>, b: MatRef<'_, T>, c: &mut [T], accumulate: bool, scratch: &mut [T]) {
+    let (m, k, n) = (a.rows, a.cols, b.cols);
+    debug_assert_eq!(b.rows, k);
+    debug_assert_eq!(c.len(), m * n);
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        if !accumulate {
+            c.fill(T::zero());
+        }
+        return;
+    }
+    let (mr, nr) = tile(simd::level(), std::mem::size_of::<T>());
+    match (mr, nr) {
+        (12, 32) => blocked::<T, 12, 32>(a, b, c, accumulate, scratch),
+        (12, 16) => blocked::<T, 12, 16>(a, b, c, accumulate, scratch),
+        (6, 16) => blocked::<T, 6, 16>(a, b, c, accumulate, scratch),
+        (6, 8) => blocked::<T, 6, 8>(a, b, c, accumulate, scratch),
+        (4, 8) => blocked::<T, 4, 8>(a, b, c, accumulate, scratch),
+        _ => blocked::<T, 4, 4>(a, b, c, accumulate, scratch),
+    }
+}
+
+/// The blocked product with an `MR × NR` micro-kernel.
+fn blocked<T: Float, const MR: usize, const NR: usize>(
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    c: &mut [T],
+    accumulate: bool,
+    scratch: &mut [T],
+) {
+    let (m, k, n) = (a.rows, a.cols, b.cols);
+    let parallel = m * n * k >= MIN_PARALLEL_FLOPS && m > MR && parallel::num_threads() > 1;
+    let m_padded = m.div_ceil(MR) * MR;
+    for jc in (0..n).step_by(NC) {
+        let nc = NC.min(n - jc);
+        let nc_padded = nc.div_ceil(NR) * NR;
+        for pc in (0..k).step_by(KC) {
+            let kc = KC.min(k - pc);
+            let (packed_a, rest) = scratch.split_at_mut(m_padded * kc);
+            let packed_b = &mut rest[..nc_padded * kc];
+            pack::b_panels::<T, NR>(b, pc, kc, jc, nc, packed_b, parallel);
+            pack::a_panels::<T, MR>(a, pc, kc, packed_a, parallel);
+            // The first block of k writes `c` unless accumulating; later ones add.
+            let add = accumulate || pc > 0;
+            let (packed_a, packed_b) = (&*packed_a, &*packed_b);
+            let rows = |first_panel: usize, c_rows: &mut [T]| {
+                let panels = c_rows.len().div_ceil(n * MR).max(1);
+                for ir in 0..panels {
+                    let i0 = (first_panel + ir) * MR;
+                    let rows_here = MR.min(m - i0);
+                    let c_tile_rows = &mut c_rows[ir * MR * n..(ir * MR + rows_here) * n];
+                    let a_panel = &packed_a[(first_panel + ir) * MR * kc..][..MR * kc];
+                    for jr in 0..nc_padded / NR {
+                        let b_panel = &packed_b[jr * NR * kc..][..NR * kc];
+                        let tile = kernel::tile::<T, MR, NR>(kc, a_panel, b_panel);
+                        let cols = NR.min(nc - jr * NR);
+                        kernel::store::<T, MR, NR>(&tile, c_tile_rows, n, jc + jr * NR, rows_here, cols, add);
+                    }
+                }
+            };
+            if parallel {
+                // Whole panels of MR rows to each piece; pieces are
+                // independent rows of `c`, so the split changes no value.
+                let panels_per_piece = (m_padded / MR).div_ceil(4 * parallel::num_threads()).max(1);
+                parallel::run(true, || {
+                    c.par_chunks_mut(panels_per_piece * MR * n)
+                        .enumerate()
+                        .for_each(|(piece, c_rows)| rows(piece * panels_per_piece, c_rows));
+                });
+            } else {
+                rows(0, c);
+            }
+        }
+    }
+}
