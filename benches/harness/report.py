@@ -87,89 +87,81 @@ def medians(run):
 
 
 def render(run):
-    meta = run["meta"]
-    who = [(name, role, what) for name, role, what in run["who"]]
-    names = [n for n, _, _ in who]
-    roles = {n: r for n, r, _ in who}
-    grad = next((n for n in names if roles[n] == "grad"), None)
-    base = next((n for n in names if roles[n] == "baseline"), None)
+    """The markdown report: the machine and the run, then one table per workload."""
+    roles = {name: role for name, role, _what in run["who"]}
     med, per_round, units = medians(run)
-    failed = {(name, workload) for _rnd, name, workload, _msg in run["fail"]}
-    out = []
-    say = out.append
+    out = header(run, med, units)
+    for w in dict.fromkeys(w for w, _, _ in FIGURES):
+        if any((n, f) in med for n in roles for ww, f, _ in FIGURES if ww == w):
+            out += [""] + table(run, w, roles, med, per_round, units)
+    if run["fail"]:
+        out += ["", "Failures:"] + [f"- round {r}, {name} {w}: {msg}" for r, name, w, msg in run["fail"]]
+    return "\n".join(out)
 
-    say(f"Machine: {meta.get('cpu', '?')}, {meta.get('cpus', '?')} logical CPUs, {meta.get('memory', '?')}, "
-        f"SIMD flags: {meta.get('simd', '?')}; Linux {meta.get('kernel', '?')}.")
+
+def header(run, med, units):
+    meta = run["meta"]
+    out = [f"Machine: {meta.get('cpu', '?')}, {meta.get('cpus', '?')} logical CPUs, {meta.get('memory', '?')}, "
+           f"SIMD flags: {meta.get('simd', '?')}; Linux {meta.get('kernel', '?')}."]
     limits = [(f, med[("machine", f)], units[f]) for (n, f) in sorted(med) if n == "machine"]
     if limits:
         # fma_peak.c says its vector width after the unit: "(512-bit vectors)"
         widths = sorted({text[text.index("("):] for name, text in run["note"] if name == "machine" and "(" in text})
-        say("Measured limits: " + ", ".join(f"`{f}` {fmt(v)} {u}" for f, v, u in limits)
-            + f" (f32 FMA throughput by fma_peak.c{''.join(' ' + w for w in widths)}; bytes copied per second by memcpy, "
-            "memcpy_bw.c).")
-    say(f"Run: {meta.get('date', '?')}, rounds: {meta.get('rounds', '?')}, {meta.get('seconds', '?')} s; every contender "
-        f"ran each workload once per round, interleaved; a cell is the median across rounds of each run's own median. "
-        f"Load average (1, 5, 15 min) before: {meta.get('load_before', '?')}, after: {meta.get('load_after', '?')}.")
+        out.append("Measured limits: " + ", ".join(f"`{f}` {fmt(v)} {u}" for f, v, u in limits)
+                   + " (f32 FMA throughput by fma_peak.c" + "".join(" " + w for w in widths)
+                   + "; bytes copied per second by memcpy, memcpy_bw.c).")
+    out.append(f"Run: {meta.get('date', '?')}, rounds: {meta.get('rounds', '?')}, {meta.get('seconds', '?')} s; "
+               "every contender ran each workload once per round, interleaved; a cell is the median across "
+               "rounds of each run's own median. Load average (1, 5, 15 min) before: "
+               f"{meta.get('load_before', '?')}, after: {meta.get('load_after', '?')}.")
     busy = busy_warning(meta)
     if busy:
-        say(busy)
-    say(f"Command: `{meta.get('command', '?')}`")
-    say("")
+        out.append(busy)
+    out += [f"Command: `{meta.get('command', '?')}`", ""]
     notes = {}
     for name, text in run["note"]:
         notes.setdefault(name, []).append(text.lstrip("# "))
-    for name, role, what in who:
-        said = "".join(f"; `{n}`" for n in notes.get(name, []))
-        say(f"- **{name}**: {what}{said}")
-    for text in notes.get("harness", []):
-        say(f"- {text}")
-    for name, reason in run["skip"]:
-        say(f"- **{name}: SKIPPED**, {reason}")
-    say("")
-    say("Ratios are speed-ups, >= 1.00 means grad (this tree) is ahead: for times and memory the other's "
-        "value ÷ grad's, for GFLOP/s and GB/s grad's ÷ the other's. \"best peer\" is the best of the "
-        "autodiff peers that ran (ndarray, without autodiff, is a floor, not a peer).")
+    for name, _role, what in run["who"]:
+        out.append(f"- **{name}**: {what}" + "".join(f"; `{n}`" for n in notes.get(name, [])))
+    out += [f"- {text}" for text in notes.get("harness", [])]
+    out += [f"- **{name}: SKIPPED**, {reason}" for name, reason in run["skip"]]
+    out += ["", "Ratios are speed-ups, >= 1.00 means grad (this tree) is ahead: for times and memory the "
+            "other's value ÷ grad's, for GFLOP/s and GB/s grad's ÷ the other's. \"best peer\" is the best of "
+            "the autodiff peers that ran (ndarray, without autodiff, is a floor, not a peer)."]
+    base = next((name for name, role, _what in run["who"] if role == "baseline"), None)
     if base:
-        say(f"`grad vs {base}` is grad's speed-up over {base}, the median of the per-round ratios (each pair "
-            f"ran back to back) with their range across rounds.")
+        out.append(f"`grad vs {base}` is grad's speed-up over {base}, the median of the per-round ratios "
+                   "(each pair ran back to back) with their range across rounds.")
+    return out
 
-    workloads = [w for w in dict.fromkeys(w for w, _, _ in FIGURES) if any(
-        (n, f) in med for n in names for (ww, f, _) in FIGURES if ww == w)]
-    for w in workloads:
-        say("")
-        say(f"### {TITLES[w]}")
-        say("")
-        has_peers = any(roles[n] == "peer" for n in names)
-        head = ["figure"] + names + (["grad vs best peer"] if has_peers else []) + ([f"grad vs {base}"] if base else [])
-        say("| " + " | ".join(head) + " |")
-        say("|" + "---|" * len(head))
-        for ww, figure, better in FIGURES:
-            if ww != w or not any((n, figure) in med for n in names):
-                continue
-            arrow = {"lower": " ↓", "higher": " ↑", None: ""}[better]
-            row = [f"`{figure}` {UNIT_WORDS.get(units.get(figure), units.get(figure, ''))}{arrow}"]
-            for n in names:
-                v = med.get((n, figure))
-                row.append(fmt(v) if v is not None else ("failed" if (n, w) in failed else "—"))
-            ours = med.get((grad, figure))
+
+def table(run, w, roles, med, per_round, units):
+    """The markdown table of workload `w`: a row per figure, a column per contender, then the ratios."""
+    names = list(roles)
+    grad = next((n for n in names if roles[n] == "grad"), None)
+    base = next((n for n in names if roles[n] == "baseline"), None)
+    has_peers = "peer" in roles.values()
+    failed = {(name, workload) for _rnd, name, workload, _msg in run["fail"]}
+    head = ["figure"] + names + (["grad vs best peer"] if has_peers else []) + ([f"grad vs {base}"] if base else [])
+    out = [f"### {TITLES[w]}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for ww, figure, better in FIGURES:
+        if ww != w or not any((n, figure) in med for n in names):
+            continue
+        arrow = {"lower": " ↓", "higher": " ↑", None: ""}[better]
+        row = [f"`{figure}` {UNIT_WORDS.get(units.get(figure), units.get(figure, ''))}{arrow}"]
+        for n in names:
+            v = med.get((n, figure))
+            row.append(fmt(v) if v is not None else ("failed" if (n, w) in failed else "—"))
+        if has_peers:
             peers = [(med[(n, figure)], n) for n in names if roles[n] == "peer" and (n, figure) in med]
             best = (min if better == "lower" else max)(peers) if peers and better else None
-            s = speedup(ours, best[0], better) if best else None
-            if has_peers:
-                row.append(f"{s:.2f} ({best[1]})" if s is not None else "—")
-            if base:
-                row.append(paired(per_round.get((grad, figure), {}), per_round.get((base, figure), {}), better))
-            say("| " + " | ".join(row) + " |")
-        note = limit_note(w, med, grad)
-        if note:
-            say("")
-            say(note)
-    if run["fail"]:
-        say("")
-        say("Failures:")
-        for rnd, name, workload, msg in run["fail"]:
-            say(f"- round {rnd}, {name} {workload}: {msg}")
-    return "\n".join(out)
+            s = speedup(med.get((grad, figure)), best[0], better) if best else None
+            row.append(f"{s:.2f} ({best[1]})" if s is not None else "—")
+        if base:
+            row.append(paired(per_round.get((grad, figure), {}), per_round.get((base, figure), {}), better))
+        out.append("| " + " | ".join(row) + " |")
+    note = limit_note(w, med, grad)
+    return out + (["", note] if note else [])
 
 
 def busy_warning(meta):
