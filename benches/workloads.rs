@@ -1,4 +1,4 @@
-//! The workloads of WORKLOADS.md, each next to a hand-written baseline in
+//! The workloads of benches/README.md, each next to a hand-written baseline in
 //! the same run: the same arithmetic on plain `ndarray` with the gradients
 //! derived by hand (no tape, no graph, no checks). The ratio of the two
 //! medians is the price of the tape. `grad` is written with `g_*` calls

@@ -1,4 +1,4 @@
-//! What the benchmark binaries share: seeded inputs and the W1 model.
+//! What the benchmark binaries share: seeded inputs, the W1 model and W6's memory figures.
 #![allow(dead_code)] // each binary uses a different subset
 
 use grad_runtime::{Adam, Rng, Tape, Var};
@@ -56,4 +56,37 @@ impl Mlp {
         tape.backward(loss).expect("the step is well formed");
         self.opt.step(tape).expect("the step is well formed");
     }
+}
+
+/// A field of /proc/self/status in KiB (`VmRSS`, `VmHWM`), if the platform has it.
+pub fn status_kib(field: &str) -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|line| line.starts_with(field))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// W6's figures, in MiB: the peak resident set, and its growth from step 100 to the last step.
+pub struct SteadyState {
+    pub peak_rss_mib: f64,
+    pub rss_growth_mib: f64,
+}
+
+/// W6: the W1 step `steps` times with the tape reset to its mark after each step. `None`
+/// where the platform has no /proc/self/status. Run it in a fresh process: the peak
+/// resident set is the process's, so earlier work would inflate it.
+pub fn steady_state(steps: usize) -> Option<SteadyState> {
+    let mut tape = Tape::<f32>::new();
+    let mut model = Mlp::new(&mut tape, 6);
+    let mark = tape.mark();
+    let mut rss_at_100 = None;
+    for step in 1..=steps {
+        model.step(&mut tape);
+        tape.reset_to(mark);
+        if step == 100 {
+            rss_at_100 = status_kib("VmRSS:");
+        }
+    }
+    let late = status_kib("VmRSS:")?;
+    let early = rss_at_100.unwrap_or(late);
+    Some(SteadyState { peak_rss_mib: status_kib("VmHWM:")? / 1024.0, rss_growth_mib: (late - early) / 1024.0 })
 }

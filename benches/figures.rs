@@ -1,0 +1,198 @@
+//! grad's figures for the side-by-side harness (`benches/side_by_side.py`): the workloads
+//! W1..W6 of benches/README.md, one `name value unit` line per figure, with the names,
+//! units and timing rule of the peers in benches/peers/ so the lines compare one to one.
+//! A time is the median of single timed iterations after a warm-up; each workload stops
+//! timing after a budget of seconds, so it stays under ~20 s.
+//!
+//! Run: `cargo bench --bench figures` (all), `cargo bench --bench figures -- w1 w2`.
+//! Without `--bench` (as `cargo test --benches` runs it) each workload runs one iteration
+//! only, to show that it still works, and its figures mean nothing (so says its first line).
+//!
+//! Only the public API of grad-runtime is used here: the harness builds this file
+//! against an older revision of the library too (`--baseline-rev`).
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Mlp, normal};
+use grad_runtime::*;
+
+const WORKLOADS: [&str; 6] = ["w1", "w2", "w3", "w4", "w5", "w6"];
+
+/// How long to time: the full measurement, or a smoke run.
+#[derive(Clone, Copy)]
+struct Plan {
+    full: bool,
+}
+
+impl Plan {
+    /// Median seconds of one call of `f`, after `warmup` untimed calls; timing stops after
+    /// `max_iters` calls, or once `budget_s` has passed and `min_iters` calls are timed.
+    fn median_s(self, warmup: usize, min_iters: usize, max_iters: usize, budget_s: u64, mut f: impl FnMut()) -> f64 {
+        let (warmup, min_iters, max_iters) = if self.full { (warmup, min_iters, max_iters) } else { (0, 1, 1) };
+        for _ in 0..warmup {
+            f();
+        }
+        let budget = Duration::from_secs(budget_s);
+        let start = Instant::now();
+        let mut samples = Vec::with_capacity(max_iters);
+        while samples.len() < max_iters && (samples.len() < min_iters || start.elapsed() < budget) {
+            let t0 = Instant::now();
+            f();
+            samples.push(t0.elapsed().as_secs_f64());
+        }
+        samples.sort_by(f64::total_cmp);
+        let n = samples.len();
+        if n % 2 == 1 { samples[n / 2] } else { (samples[n / 2 - 1] + samples[n / 2]) / 2.0 }
+    }
+}
+
+fn emit(name: &str, value: f64, unit: &str) {
+    println!("{name} {value:.6} {unit}");
+}
+
+/// W1: x[64,784], t[64,10]; h = relu(x@w1+b1); y = h@w2+b2; mse; backward; Adam(1e-3).
+fn w1(plan: Plan) {
+    let mut tape = Tape::<f32>::new();
+    let mut model = Mlp::new(&mut tape, 1);
+    let mark = tape.mark();
+    let s = plan.median_s(50, 20, 20_000, 8, || {
+        model.step(&mut tape);
+        tape.reset_to(mark);
+    });
+    emit("w1_mlp_step_us", s * 1e6, "us");
+}
+
+/// W2: x[16]; 1000 × x = tanh(x*0.9 + 0.1); sum; backward: 3001 nodes.
+fn w2(plan: Plan) {
+    const NODES: f64 = 3001.0;
+    let mut tape = Tape::<f32>::new();
+    let x = tape.param(normal(&mut Rng::new(2), &[16], 0.05));
+    let mark = tape.mark();
+    let s = plan.median_s(20, 20, 20_000, 8, || {
+        let mut h = x;
+        for _ in 0..1000 {
+            let scaled = g_muls(&mut tape, h, 0.9);
+            let shifted = g_adds(&mut tape, scaled, 0.1);
+            h = g_tanh(&mut tape, shifted);
+        }
+        let loss = g_sum(&mut tape, h);
+        tape.backward(loss).expect("W2 is well formed");
+        tape.reset_to(mark);
+    });
+    emit("w2_small_op_ns_per_node", s * 1e9 / NODES, "ns");
+    emit("w2_small_op_iter_ms", s * 1e3, "ms");
+}
+
+/// W3: a, b [1024, 1024] params; sum(a @ b); backward: three 1024³ GEMMs.
+fn w3(plan: Plan) {
+    const FLOP: f64 = 6.0 * 1024.0 * 1024.0 * 1024.0;
+    let mut rng = Rng::new(3);
+    let mut tape = Tape::<f32>::new();
+    let a = tape.param(normal(&mut rng, &[1024, 1024], 0.05));
+    let b = tape.param(normal(&mut rng, &[1024, 1024], 0.05));
+    let mark = tape.mark();
+    let s = plan.median_s(3, 10, 1000, 10, || {
+        let c = g_matmul(&mut tape, a, b);
+        let loss = g_sum(&mut tape, c);
+        tape.backward(loss).expect("W3 is well formed");
+        tape.reset_to(mark);
+    });
+    emit("w3_matmul_gflops", FLOP / s / 1e9, "GFLOP/s");
+    emit("w3_matmul_iter_ms", s * 1e3, "ms");
+}
+
+/// W4: single-head attention on x[8,64,64], forward + backward, no optimizer. The inputs
+/// go onto the tape each iteration, as a training loop's batches would.
+fn w4(plan: Plan) {
+    let mut rng = Rng::new(4);
+    let (x, t) = (normal(&mut rng, &[8, 64, 64], 1.0), normal(&mut rng, &[8, 64, 64], 1.0));
+    let mut tape = Tape::<f32>::new();
+    let [wq, wk, wv, wo] = [(); 4].map(|_| tape.param(normal(&mut rng, &[64, 64], 0.05)));
+    let mark = tape.mark();
+    let s = plan.median_s(20, 20, 20_000, 8, || {
+        let (xv, tv) = (tape.constant(&x), tape.constant(&t));
+        let q = g_matmul(&mut tape, xv, wq);
+        let k = g_matmul(&mut tape, xv, wk);
+        let v = g_matmul(&mut tape, xv, wv);
+        let kt = g_transpose(&mut tape, k);
+        let s = g_bmm(&mut tape, q, kt);
+        let s = g_muls(&mut tape, s, 0.125);
+        let p = g_softmax(&mut tape, s, -1);
+        let o = g_bmm(&mut tape, p, v);
+        let y = g_matmul(&mut tape, o, wo);
+        let loss = g_mse(&mut tape, y, tv);
+        tape.backward(loss).expect("W4 is well formed");
+        tape.reset_to(mark);
+    });
+    emit("w4_attention_fwd_bwd_us", s * 1e6, "us");
+}
+
+/// W5: x[16M] param; sum(sigmoid(x) * x); backward.
+fn w5(plan: Plan) {
+    const N: usize = 1 << 24;
+    /// Bytes an ideal fused implementation moves: read x, write the gradient, read x again.
+    const BYTES: f64 = 4.0 * N as f64 * 3.0;
+    let mut tape = Tape::<f32>::new();
+    let x = tape.param(normal(&mut Rng::new(5), &[N], 1.0));
+    let mark = tape.mark();
+    let s = plan.median_s(3, 10, 1000, 10, || {
+        let sig = g_sigmoid(&mut tape, x);
+        let sx = g_mul(&mut tape, sig, x);
+        let loss = g_sum(&mut tape, sx);
+        tape.backward(loss).expect("W5 is well formed");
+        tape.reset_to(mark);
+    });
+    emit("w5_bandwidth_gbs", BYTES / s / 1e9, "GB/s");
+    emit("w5_bandwidth_ms", s * 1e3, "ms");
+}
+
+/// W6, measured in this process: it must be a fresh one (see `w6`).
+fn w6_here(plan: Plan) {
+    match common::steady_state(if plan.full { 2000 } else { 20 }) {
+        Some(w6) => {
+            emit("w6_peak_rss_mib", w6.peak_rss_mib, "MiB");
+            emit("w6_rss_growth_mib", w6.rss_growth_mib, "MiB");
+        }
+        None => eprintln!("# w6: the resident set size is unavailable on this platform"),
+    }
+}
+
+/// W6 in a fresh process of this same binary, so that W1..W5 do not inflate its peak.
+fn w6(plan: Plan) {
+    let exe = std::env::current_exe().expect("the path of this binary");
+    let mode = if plan.full { "--bench" } else { "--smoke" };
+    let out = std::process::Command::new(exe).args([mode, "w6-child"]).output().expect("a child process for W6");
+    print!("{}", String::from_utf8_lossy(&out.stdout));
+    eprint!("{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "the W6 child failed: {}", out.status);
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let plan = Plan { full: args.iter().any(|a| a == "--bench") };
+    if !plan.full && !args.iter().any(|a| a == "--smoke") {
+        println!("# smoke run (no --bench): one iteration per workload, the figures mean nothing");
+    }
+    // Workload names; flags (cargo's `--bench`, libtest-style options) are not ours.
+    let mut names: Vec<&str> = args.iter().map(String::as_str).filter(|a| !a.starts_with('-')).collect();
+    if names.is_empty() {
+        names = WORKLOADS.to_vec();
+    }
+    for name in names {
+        match name.to_ascii_lowercase().as_str() {
+            "w1" => w1(plan),
+            "w2" => w2(plan),
+            "w3" => w3(plan),
+            "w4" => w4(plan),
+            "w5" => w5(plan),
+            "w6" => w6(plan),
+            "w6-child" => w6_here(plan),
+            other => {
+                eprintln!("figures: unknown workload {other:?} (known: {})", WORKLOADS.join(" "));
+                std::process::exit(2);
+            }
+        }
+    }
+}
