@@ -94,7 +94,9 @@ fn mpi_rank() {
     let (rank, size) = (dist.rank(), dist.size());
     assert_eq!(GLOBAL_BATCH % size, 0);
     let share = GLOBAL_BATCH / size;
-    let (mut tape, model, mut opt) = setup(17 + rank as u64);
+    // Rank 0 draws the reference's init; the others draw their own, which
+    // the broadcast must replace.
+    let (mut tape, model, mut opt) = setup(if rank == 0 { 0 } else { 17 + rank as u64 });
     let lonely_before = tape.value(model.lonely).to_owned();
     dist.broadcast_params(&mut tape, &opt).unwrap();
     dist.set_check_every(5);
@@ -117,47 +119,9 @@ fn mpi_rank() {
         assert_ne!(tape.value(model.lonely), lonely_before, "the broadcast replaced rank {rank}'s own init");
     }
 
-    // A rank with a poisoned tape: every rank refuses, nothing changes.
-    let (x, labels) = batch(0);
-    let x = x.slice(ndarray::s![0..share, ..]).to_owned();
-    let loss = loss_of(&mut tape, &model, &x, &labels[0..share]);
-    tape.backward(loss).unwrap();
-    if rank == 1 {
-        let bad = tape.constant(Array2::<f32>::zeros((3, 7)));
-        g_matmul(&mut tape, bad, model.w1); // [3, 7] @ [8, 16]: poisons
+    if size >= 2 {
+        faults(&mut dist, &mut tape, &model, &mut opt, &trained);
     }
-    let steps_before = opt.steps();
-    let error = dist.step(&mut tape, &mut opt).unwrap_err();
-    match (rank, error.kind()) {
-        (1, ErrorKind::TapePoisoned { .. }) => {}
-        (r, ErrorKind::RankFailed { ranks }) if r != 1 => assert_eq!(ranks, &[1]),
-        (r, kind) => panic!("rank {r}: unexpected {kind:?}"),
-    }
-    assert_eq!(bits(&tape, &opt), trained, "a refused step changed parameters");
-    assert_eq!(opt.steps(), steps_before);
-    tape.reset_to(mark);
-
-    // A parameter only rank 1 uses still gets the averaged gradient, and
-    // updates identically everywhere; the one no rank uses stays untouched.
-    let b2_before = tape.value(model.b2).to_owned();
-    let lonely_trained = tape.value(model.lonely).to_owned();
-    let loss = if rank == 1 { grad!(tape; sum(model.b2 * model.b2)) } else { grad!(tape; sum(model.b1 * 0.5)) };
-    tape.backward(loss).unwrap();
-    dist.step(&mut tape, &mut opt).unwrap();
-    assert_ne!(tape.value(model.b2), b2_before);
-    assert_eq!(tape.value(model.lonely), lonely_trained, "no rank touched `lonely`");
-    tape.reset_to(mark);
-    dist.check_params(&tape, &opt).unwrap();
-
-    // Drift (rank 1 steps alone) is caught by the checksum on every rank.
-    let loss = grad!(tape; sum(model.b1 * model.b1));
-    tape.backward(loss).unwrap();
-    if rank == 1 {
-        opt.step(&mut tape).unwrap();
-    }
-    tape.reset_to(mark);
-    let error = dist.check_params(&tape, &opt).unwrap_err();
-    assert!(matches!(error.kind(), ErrorKind::ParamsDiverged { ranks } if ranks == &[1]), "{error}");
 
     let stats = dist.stats();
     let text = format!(
@@ -168,6 +132,54 @@ fn mpi_rank() {
         stats.bytes,
     );
     std::fs::write(out.join(format!("rank{rank}.txt")), text).unwrap();
+}
+
+/// The fault rules, on 2 ranks or more, after training.
+fn faults(dist: &mut Dist<f32>, tape: &mut Tape<f32>, model: &Model, opt: &mut Adam<f32>, trained: &[u32]) {
+    let rank = dist.rank();
+    let mark = tape.mark();
+    // A rank with a poisoned tape: every rank refuses, nothing changes.
+    let (x, labels) = batch(0);
+    let x = x.slice(ndarray::s![0..8, ..]).to_owned();
+    let loss = loss_of(tape, model, &x, &labels[0..8]);
+    tape.backward(loss).unwrap();
+    if rank == 1 {
+        let bad = tape.constant(Array2::<f32>::zeros((3, 7)));
+        g_matmul(tape, bad, model.w1); // [3, 7] @ [8, 16]: poisons
+    }
+    let steps_before = opt.steps();
+    let error = dist.step(tape, opt).unwrap_err();
+    match (rank, error.kind()) {
+        (1, ErrorKind::TapePoisoned { .. }) => {}
+        (r, ErrorKind::RankFailed { ranks }) if r != 1 => assert_eq!(ranks, &[1]),
+        (r, kind) => panic!("rank {r}: unexpected {kind:?}"),
+    }
+    assert_eq!(&bits(tape, opt), trained, "a refused step changed parameters");
+    assert_eq!(opt.steps(), steps_before);
+    tape.reset_to(mark);
+
+    // A parameter only rank 1 uses still gets the averaged gradient, and
+    // updates identically everywhere; the one no rank uses stays untouched.
+    let b2_before = tape.value(model.b2).to_owned();
+    let lonely_trained = tape.value(model.lonely).to_owned();
+    let (b1, b2) = (model.b1, model.b2);
+    let loss = if rank == 1 { grad!(tape; sum(b2 * b2)) } else { grad!(tape; sum(b1 * 0.5)) };
+    tape.backward(loss).unwrap();
+    dist.step(tape, opt).unwrap();
+    assert_ne!(tape.value(model.b2), b2_before);
+    assert_eq!(tape.value(model.lonely), lonely_trained, "no rank touched `lonely`");
+    tape.reset_to(mark);
+    dist.check_params(tape, opt).unwrap();
+
+    // Drift (rank 1 steps alone) is caught by the checksum on every rank.
+    let loss = grad!(tape; sum(b1 * b1));
+    tape.backward(loss).unwrap();
+    if rank == 1 {
+        opt.step(tape).unwrap();
+    }
+    tape.reset_to(mark);
+    let error = dist.check_params(tape, opt).unwrap_err();
+    assert!(matches!(error.kind(), ErrorKind::ParamsDiverged { ranks } if ranks == &[1]), "{error}");
 }
 
 /// Whether `mpirun` runs here, with the flags this machine needs.
@@ -221,11 +233,11 @@ fn mpi_two_ranks() {
     let (alone_losses, alone_bits) = train_alone();
 
     let one = run_ranks(1, &dir.join("np1"));
-    assert_eq!(one[0].1, alone_bits, "mpirun -np 1 differs from the one-process run");
+    assert!(one[0].1 == alone_bits, "mpirun -np 1 differs from the one-process run");
     assert_eq!(one[0].0, alone_losses);
 
     let two = run_ranks(2, &dir.join("np2"));
-    assert_eq!(two[0].1, two[1].1, "ranks 0 and 1 hold different parameters");
+    assert!(two[0].1 == two[1].1, "ranks 0 and 1 hold different parameters");
     let max_param_diff = alone_bits
         .iter()
         .zip(&two[0].1)
