@@ -54,7 +54,8 @@ fn setup(seed: u64) -> (Tape<f32>, Model, Adam<f32>) {
 fn batch(step: usize) -> (Array2<f32>, Vec<usize>) {
     let mut rng = Rng::new(1000 + step as u64);
     let x = Array2::from_shape_fn((GLOBAL_BATCH, FEATURES), |_| rng.normal() as f32);
-    let labels = (0..GLOBAL_BATCH).map(|i| ((x[[i, 0]] + x[[i, 1]] > 0.0) as usize) + (x[[i, 2]] > 1.0) as usize).collect();
+    let labels =
+        (0..GLOBAL_BATCH).map(|i| ((x[[i, 0]] + x[[i, 1]] > 0.0) as usize) + (x[[i, 2]] > 1.0) as usize).collect();
     (x, labels)
 }
 

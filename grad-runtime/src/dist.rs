@@ -240,11 +240,7 @@ impl<T: Float + Equivalence> Dist<T> {
         location: &'static Location<'static>,
     ) -> Result<(), GradError> {
         let local = opt.check_step(tape);
-        let elements = if local.is_ok() {
-            elements(opt) as u64
-        } else {
-            u64::MAX
-        };
+        let elements = if local.is_ok() { elements(opt) as u64 } else { u64::MAX };
         let mut all = vec![0u64; self.size];
         self.comm.all_gather_into(&elements, &mut all[..]);
         local?;
