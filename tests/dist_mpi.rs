@@ -62,7 +62,7 @@ fn batch(step: usize) -> (Array2<f32>, Vec<usize>) {
 fn loss_of(tape: &mut Tape<f32>, m: &Model, x: &Array2<f32>, labels: &[usize]) -> Var {
     let x = tape.constant(x);
     let Model { w1, b1, w2, b2, .. } = *m;
-    grad!(tape; let h = relu(x @ w1 + b1); cross_entropy(h @ w2 + b2, &labels))
+    grad!(tape; let h = relu(x @ w1 + b1); cross_entropy(h @ w2 + b2, labels))
 }
 
 /// The registered parameters' bits, in order.
