@@ -135,7 +135,7 @@ pub enum ErrorKind {
     /// (nor frozen with [`Tape::freeze`](crate::Tape::freeze)): `name` is
     /// its tape position, `#index`.
     UnregisteredParameter { name: String },
-    /// A data-parallel step ([`dist`](crate::dist)) refused on every rank
+    /// A data-parallel step (`grad_runtime::dist`, feature `mpi`) refused on every rank
     /// because these ranks failed before the gradient exchange (a poisoned
     /// tape, a refused step); the failing ranks return their own error.
     RankFailed { ranks: Vec<usize> },
