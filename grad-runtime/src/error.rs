@@ -135,6 +135,16 @@ pub enum ErrorKind {
     /// (nor frozen with [`Tape::freeze`](crate::Tape::freeze)): `name` is
     /// its tape position, `#index`.
     UnregisteredParameter { name: String },
+    /// A data-parallel step (`grad_runtime::dist`, feature `mpi`) refused on every rank
+    /// because these ranks failed before the gradient exchange (a poisoned
+    /// tape, a refused step); the failing ranks return their own error.
+    RankFailed { ranks: Vec<usize> },
+    /// The parameters of these ranks are no longer bit-identical to rank 0's
+    /// (a data-parallel checksum).
+    ParamsDiverged { ranks: Vec<usize> },
+    /// The ranks registered different parameters: `rank` has `found`
+    /// parameter elements where rank 0 has `expected`.
+    ParamsLayout { rank: usize, expected: u64, found: u64 },
 }
 
 impl GradError {
@@ -315,6 +325,17 @@ impl fmt::Display for ErrorKind {
                 f,
                 "parameter {name} received a gradient but no optimizer has it: register it (`opt.add` or \
                  `opt.add_params`), or keep it fixed on purpose with `tape.freeze(var)`"
+            ),
+            ErrorKind::RankFailed { ranks } => {
+                write!(f, "rank(s) {ranks:?} failed before the gradient exchange; no rank updated its parameters")
+            }
+            ErrorKind::ParamsDiverged { ranks } => {
+                write!(f, "the parameters of rank(s) {ranks:?} differ from rank 0's (checksum of their bits)")
+            }
+            ErrorKind::ParamsLayout { rank, expected, found } => write!(
+                f,
+                "rank {rank} registered {found} parameter elements where rank 0 has {expected}: every rank must \
+                 build the same model and register it the same way"
             ),
         }
     }

@@ -42,6 +42,8 @@ extern crate self as grad_runtime;
 mod batches;
 mod broadcast;
 mod claims;
+#[cfg(feature = "mpi")]
+pub mod dist;
 #[doc(hidden)]
 pub mod dsl;
 mod error;

@@ -161,6 +161,22 @@ pub trait Optimizer<T: Float> {
     /// How many steps were taken.
     fn steps(&self) -> u64;
 
+    /// The registered parameters in registration order, each with its name
+    /// (its path for `add_params`, `#index` for `add`) and element count:
+    /// what a step updates, and what `grad_runtime::dist` (the `mpi`
+    /// feature) broadcasts and averages.
+    fn registered(&self) -> impl ExactSizeIterator<Item = (&str, Var, usize)>
+    where
+        Self: Sized;
+
+    /// The checks `step` makes before it reads a gradient's values, without
+    /// stepping: a misconfigured optimizer, a poisoned tape, a parameter that
+    /// is no longer a live node of `tape`, or a parameter of the tape with a
+    /// gradient but no optimizer is an error. `step` may still refuse a
+    /// non-finite gradient.
+    #[track_caller]
+    fn check_step(&self, tape: &Tape<T>) -> Result<(), GradError>;
+
     /// Registers every parameter of `model` under its path name, each with
     /// the coefficient `coefficient(name)`; all or nothing.
     #[track_caller]
@@ -208,6 +224,14 @@ macro_rules! forward_optimizer {
             }
             fn steps(&self) -> u64 {
                 <$ty<T>>::steps(self)
+            }
+            fn registered(&self) -> impl ExactSizeIterator<Item = (&str, Var, usize)> {
+                self.registry.entries().iter().map(|entry| (entry.name.as_str(), entry.var, entry.len))
+            }
+            #[track_caller]
+            fn check_step(&self, tape: &Tape<T>) -> Result<(), GradError> {
+                let op = concat!(stringify!($ty), "::step");
+                self.registry.check_ready(op, tape, std::panic::Location::caller())
             }
             fn add_params<P: Params + ?Sized>(
                 &mut self,

@@ -276,15 +276,7 @@ impl Registry {
         tape: &Tape<T>,
         location: &'static Location<'static>,
     ) -> Result<T, GradError> {
-        self.config_error()?;
-        if let Some(first) = tape.error() {
-            let kind = ErrorKind::TapePoisoned { first: Box::new(first.clone()) };
-            return Err(GradError::new(op, kind, Vec::new(), location));
-        }
-        for entry in &self.entries {
-            tape.check_or_error(op, entry.var, location)?;
-        }
-        tape.claims().check(op, tape, location)?;
+        self.check_ready(op, tape, location)?;
         for entry in &self.entries {
             let node = entry.var.index();
             let Some((position, bad)) = tape.grad_of(node).and_then(|grad| first_non_finite(&grad.data)) else {
@@ -300,6 +292,27 @@ impl Registry {
         };
         self.steps += 1;
         Ok(T::from_f64(scale))
+    }
+
+    /// The checks of [`begin_step`](Registry::begin_step) that read no
+    /// gradient value: the configuration, a poisoned tape, registered
+    /// parameters that are live nodes of `tape`, and no unregistered
+    /// parameter with a gradient.
+    pub(crate) fn check_ready<T: Float>(
+        &self,
+        op: &'static str,
+        tape: &Tape<T>,
+        location: &'static Location<'static>,
+    ) -> Result<(), GradError> {
+        self.config_error()?;
+        if let Some(first) = tape.error() {
+            let kind = ErrorKind::TapePoisoned { first: Box::new(first.clone()) };
+            return Err(GradError::new(op, kind, Vec::new(), location));
+        }
+        for entry in &self.entries {
+            tape.check_or_error(op, entry.var, location)?;
+        }
+        tape.claims().check(op, tape, location)
     }
 
     /// The L2 norm of the raw gradients of every registered parameter that

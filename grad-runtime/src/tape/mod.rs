@@ -376,6 +376,19 @@ impl<T: Float> Tape<T> {
         (&mut self.nodes[id].value.data, self.grads[id].as_ref().map(|g| g.data.as_slice()))
     }
 
+    /// A node's gradient to overwrite in place, made (zero-filled, from the
+    /// pool) when backward did not reach it: where `dist` writes the
+    /// gradient averaged across ranks.
+    #[cfg(feature = "mpi")]
+    pub(crate) fn grad_mut_or_zeros(&mut self, id: NodeId) -> &mut [T] {
+        if self.grads[id].is_none() {
+            let shape = self.nodes[id].value.shape.clone();
+            let data = self.pool.take_zeroed(shape.size());
+            self.grads[id] = Some(Tensor::new(shape, data));
+        }
+        &mut self.grads[id].as_mut().expect("invariant: set just above").data
+    }
+
     /// A scratch buffer of `len` elements with unspecified contents; hand
     /// it back with [`recycle`](Tape::recycle).
     pub(crate) fn scratch(&mut self, len: usize) -> Vec<T> {
