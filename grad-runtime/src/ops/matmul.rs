@@ -180,13 +180,13 @@ pub(crate) fn matmul_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T
 }
 
 /// Views a row-major buffer as a `rows × cols` matrix.
-fn matrix<T>(data: &[T], rows: usize, cols: usize) -> ArrayView2<'_, T> {
+pub(crate) fn matrix<T>(data: &[T], rows: usize, cols: usize) -> ArrayView2<'_, T> {
     ArrayView2::from_shape((rows, cols), data).expect("invariant: shapes were checked against the buffer")
 }
 
 /// `out = a @ b`, or `out += a @ b` when `accumulate`, on a row-major
 /// buffer of the product's shape.
-fn gemm<T: Float>(a: ArrayView2<'_, T>, b: ArrayView2<'_, T>, out: &mut [T], accumulate: bool) {
+pub(crate) fn gemm<T: Float>(a: ArrayView2<'_, T>, b: ArrayView2<'_, T>, out: &mut [T], accumulate: bool) {
     let shape = (a.nrows(), b.ncols());
     let mut out = ArrayViewMut2::from_shape(shape, out).expect("invariant: output sized to the product");
     if a.ncols() == 0 {
