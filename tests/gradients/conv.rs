@@ -32,11 +32,13 @@ pub fn replay(case: &Case, tp: &mut Tape<f64>) -> Option<Var> {
     })
 }
 
+/// x's shape, w's shape, stride, padding, dilation, groups.
+type ConvCase = (&'static [usize], &'static [usize], [usize; 2], [usize; 2], [usize; 2], usize);
+
 #[test]
 fn conv2d_finite_differences_with_stride_padding_dilation_and_groups() {
     let mut rng = Rng::new(61);
-    // (x, w, stride, padding, dilation, groups)
-    let cases: [(&[usize], &[usize], [usize; 2], [usize; 2], [usize; 2], usize); 4] = [
+    let cases: [ConvCase; 4] = [
         (&[2, 3, 5, 5], &[4, 3, 3, 3], [1, 1], [1, 1], [1, 1], 1),
         (&[1, 2, 6, 7], &[3, 2, 2, 3], [2, 1], [0, 2], [1, 1], 1),
         (&[1, 2, 7, 6], &[2, 2, 3, 2], [1, 2], [1, 1], [2, 2], 1),
