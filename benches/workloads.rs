@@ -190,6 +190,32 @@ mod w2_small_ops {
     }
 }
 
+/// Conv: x[32, 16, 32, 32] through a 3x3 conv to 32 channels, padding 1,
+/// sum, backward (to the input and the kernel).
+mod conv_3x3 {
+    use super::*;
+
+    /// 2 * N * O * OH * OW * C * 9 per product, three products (forward,
+    /// to the kernel, to the input).
+    const FLOPS: usize = 3 * 2 * 32 * 32 * 32 * 32 * 16 * 9;
+
+    #[divan::bench(sample_count = 10)]
+    fn grad(bencher: Bencher) {
+        let mut rng = Rng::new(4);
+        let mut tape = Tape::<f32>::new();
+        let x = tape.param(normal(&mut rng, &[32, 16, 32, 32], 1.0));
+        let k = tape.param(normal(&mut rng, &[32, 16, 3, 3], 0.1));
+        let b = tape.param(normal(&mut rng, &[32], 0.1));
+        let mark = tape.mark();
+        bencher.counter(ItemsCount::new(FLOPS)).bench_local(|| {
+            let y = g_conv2d(&mut tape, x, k, Some(b), [1, 1], [1, 1], [1, 1], 1);
+            let loss = g_sum(&mut tape, y);
+            tape.backward(loss).unwrap();
+            tape.reset_to(mark);
+        });
+    }
+}
+
 /// W3: a, b [1024, 1024]; sum(a @ b); backward (three 1024³ GEMMs).
 mod w3_matmul {
     use super::*;

@@ -156,3 +156,24 @@ fn w1_step_allocations() -> Vec<usize> {
     };
     (0..5).map(|_| allocations_in(|| step(&mut tape)).0).collect()
 }
+
+#[test]
+fn a_conv_step_allocates_nothing_after_the_first_step() {
+    // conv2d's im2col columns and its GEMMs' packing come from the pool.
+    let mut tape = Tape::<f32>::new();
+    let x = tape.param(ndarray::Array4::from_shape_fn((2, 4, 6, 6), |(n, c, h, w)| (n + c + h * w) as f32 / 40.0));
+    let k = tape.param(ndarray::Array4::from_elem((6, 2, 3, 3), 0.1f32));
+    let b = tape.param(Array1::from_elem(6, 0.0f32));
+    let mark = tape.mark();
+    let step = |tape: &mut Tape<f32>| {
+        let y = g_conv2d(tape, x, k, Some(b), [1, 1], [1, 1], [1, 1], 2);
+        let h = g_relu(tape, y);
+        let m = g_max_pool2d(tape, h, [2, 2], [2, 2], [0, 0]);
+        let a = g_avg_pool2d(tape, m, [3, 3], [1, 1], [1, 1]);
+        let loss = g_sum(tape, a);
+        tape.backward(loss).unwrap();
+        tape.reset_to(mark);
+    };
+    let counts: Vec<usize> = (0..4).map(|_| allocations_in(|| step(&mut tape)).0).collect();
+    assert_eq!(&counts[1..], [0; 3], "steady state: {counts:?}");
+}

@@ -36,6 +36,9 @@ pub(crate) enum Kind {
     /// declared symbol (`B`, its size at run time), a Rust `usize`
     /// variable, a `{ block }`, or a product of these (`B * T`).
     Dims,
+    /// A `[usize; 2]` pair `[rows, columns]` (a conv's stride): two
+    /// entries as in [`Kind::Dims`], passed as an array, not a slice.
+    Pair,
     /// Rust tokens passed through untouched (`&targets`, `&mut rng`).
     Rust,
 }
@@ -194,6 +197,32 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         &[X, param("p", Kind::Scalar), param("rng", Kind::Rust), param("train", Kind::Flag)],
         Rule::Same,
     ),
+    // ops/conv.rs
+    row(
+        "conv2d",
+        "g_conv2d",
+        &[
+            X,
+            param("w", Kind::Var),
+            param("b", Kind::Rust),
+            Param { name: "stride", kind: Kind::Pair, default: Some("[1, 1]") },
+            Param { name: "padding", kind: Kind::Pair, default: Some("[0, 0]") },
+            Param { name: "dilation", kind: Kind::Pair, default: Some("[1, 1]") },
+            Param { name: "groups", kind: Kind::Index, default: Some("1") },
+        ],
+        Rule::Conv2d,
+    ),
+    // ops/pool.rs
+    row("max_pool2d", "g_max_pool2d", POOL, Rule::Pool2d),
+    row("avg_pool2d", "g_avg_pool2d", POOL, Rule::Pool2d),
+];
+
+/// `max_pool2d` and `avg_pool2d`: `(x, kernel, stride, padding = [0, 0])`.
+const POOL: &[Param] = &[
+    X,
+    param("kernel", Kind::Pair),
+    param("stride", Kind::Pair),
+    Param { name: "padding", kind: Kind::Pair, default: Some("[0, 0]") },
 ];
 
 const KEEPDIM: Param = Param { name: "keepdim", kind: Kind::Flag, default: Some("false") };

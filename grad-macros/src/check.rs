@@ -121,7 +121,7 @@ impl Checker {
                     ExprKind::Bool(b) => Some(b == "true"),
                     _ => None,
                 }),
-                Kind::Dims => site.lists.push(match &arg.kind {
+                Kind::Dims | Kind::Pair => site.lists.push(match &arg.kind {
                     ExprKind::List(items) => items.iter().map(|item| self.dim(item)).collect(),
                     _ => Vec::new(),
                 }),

@@ -314,6 +314,13 @@ impl Expander {
                 }
                 _ => Err(wrong("a list of sizes `[...]`")),
             },
+            Kind::Pair => match &e.kind {
+                ExprKind::List(items) => {
+                    let dims: Vec<TokenStream> = items.iter().map(|item| self.size(item)).collect();
+                    Ok(quote_spanned!(e.span.first=> [#(#dims),*]))
+                }
+                _ => as_written(e),
+            },
         }
     }
 

@@ -41,6 +41,10 @@ pub(crate) enum Rule {
     Embedding,
     /// Normalized over the last dim `d`; gamma and beta are `[d]`.
     LayerNorm,
+    /// `[N, C, H, W]` with `[O, C / groups, kh, kw]` → `[N, O, OH, OW]`.
+    Conv2d,
+    /// `[N, C, H, W]` → `[N, C, OH, OW]`, windows `kernel`, `stride`, `padding`.
+    Pool2d,
 }
 
 /// A tensor argument as messages quote it.
@@ -87,6 +91,8 @@ pub(crate) fn apply(rule: Rule, site: &Site) -> Outcome {
         Rule::CrossEntropy => cross_entropy(site),
         Rule::Embedding => embedding(site),
         Rule::LayerNorm => layer_norm(site),
+        Rule::Conv2d => conv2d(site),
+        Rule::Pool2d => pool2d(site),
     }
 }
 
@@ -414,4 +420,110 @@ fn layer_norm(site: &Site) -> Outcome {
         }
     }
     Ok(x.shape.clone())
+}
+
+// ---- ops/conv.rs ----
+
+fn conv2d(site: &Site) -> Outcome {
+    let (x, w) = (&site.tensors[0], &site.tensors[1]);
+    for (operand, what) in
+        [(x, "the input must be 4-D, [N, C, H, W]"), (w, "the weight must be 4-D, [O, C / groups, kh, kw]")]
+    {
+        if known(operand).is_some_and(|d| d.len() != 4) {
+            return Err(message(format!("`{}`: {what}", site.text), &[is(operand)], None));
+        }
+    }
+    let (Some(dx), Some(dw)) = (known(x), known(w)) else { return Ok(Shape::Unknown) };
+    let groups = site.ints.first().copied().unwrap_or(Some(1));
+    if let Some(g) = groups {
+        let per_group = dw[1].times(&Dim::fixed(g.max(0) as u128));
+        if dx[1].differs(&per_group) {
+            let summary =
+                format!("`{}`: `{}` has {} channels, but `{}` takes {}", site.text, x.text, dx[1], w.text, per_group);
+            let why = if g == 1 {
+                format!(
+                    "dim 1 of `{}` (channels) must equal dim 1 of `{}` (input channels of the kernel)",
+                    x.text, w.text
+                )
+            } else {
+                format!("dim 1 of `{}` must equal dim 1 of `{}` times groups = {g}", x.text, w.text)
+            };
+            return Err(message(summary, &with_note(vec![is(x), is(w), why], symbol_note(&dx[1], &per_group)), None));
+        }
+    }
+    let pair = |i: usize, default: u128| -> [Dim; 2] {
+        match site.lists.get(i) {
+            Some(list) if list.len() == 2 => [list[0].clone(), list[1].clone()],
+            Some(_) => [Dim::Unknown, Dim::Unknown],
+            None => [Dim::fixed(default), Dim::fixed(default)],
+        }
+    };
+    let (stride, padding, dilation) = (pair(0, 1), pair(1, 0), pair(2, 1));
+    let mut out = vec![dx[0].clone(), dw[0].clone()];
+    for i in 0..2 {
+        out.push(window_dim(site, x, i, &dx[2 + i], &dw[2 + i], &stride[i], &padding[i], &dilation[i])?);
+    }
+    Ok(Shape::Known(out))
+}
+
+/// PyTorch's output size along spatial dim `i`: `(len + 2p - d(k - 1) - 1) / s + 1`.
+#[allow(clippy::too_many_arguments)]
+fn window_dim(
+    site: &Site,
+    x: &Operand,
+    i: usize,
+    len: &Dim,
+    k: &Dim,
+    s: &Dim,
+    p: &Dim,
+    d: &Dim,
+) -> Result<Dim, String> {
+    let (Some(k), Some(s), Some(p), Some(d)) = (k.value(), s.value(), p.value(), d.value()) else {
+        return Ok(Dim::Unknown);
+    };
+    if k == 0 || s == 0 || d == 0 {
+        return Ok(Dim::Unknown); // the run time names the zero argument
+    }
+    let span = d * (k - 1) + 1;
+    match len.value() {
+        Some(n) if span > n + 2 * p => {
+            let axis = ["height", "width"][i];
+            let summary = format!(
+                "`{}`: the window spans {span} positions along the {axis} (dim {}), but the padded input has {}",
+                site.text,
+                i + 2,
+                n + 2 * p
+            );
+            let why = format!("{n} from `{}` plus padding {p} on both sides", x.text);
+            Err(message(summary, &[is(x), why], None))
+        }
+        Some(n) => Ok(Dim::fixed((n + 2 * p - span) / s + 1)),
+        // A symbolic size is kept when the window preserves it ("same" padding, stride 1).
+        None if s == 1 && 2 * p + 1 == span => Ok(len.clone()),
+        None => Ok(Dim::Unknown),
+    }
+}
+
+// ---- ops/pool.rs ----
+
+fn pool2d(site: &Site) -> Outcome {
+    let x = &site.tensors[0];
+    let Some(dx) = known(x) else { return Ok(Shape::Unknown) };
+    if dx.len() != 4 {
+        let summary = format!("`{}`: the input must be 4-D, [N, C, H, W]", site.text);
+        return Err(message(summary, &[is(x)], None));
+    }
+    let pair = |i: usize, default: u128| -> [Dim; 2] {
+        match site.lists.get(i) {
+            Some(list) if list.len() == 2 => [list[0].clone(), list[1].clone()],
+            Some(_) => [Dim::Unknown, Dim::Unknown],
+            None => [Dim::fixed(default), Dim::fixed(default)],
+        }
+    };
+    let (kernel, stride, padding) = (pair(0, 0), pair(1, 0), pair(2, 0));
+    let mut out = vec![dx[0].clone(), dx[1].clone()];
+    for i in 0..2 {
+        out.push(window_dim(site, x, i, &dx[2 + i], &kernel[i], &stride[i], &padding[i], &Dim::fixed(1))?);
+    }
+    Ok(Shape::Known(out))
 }

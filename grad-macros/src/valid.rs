@@ -62,7 +62,8 @@ fn validate_call(name: &str, callee: &Callee, args: &[Arg], method: bool, call: 
             (Kind::Index, _) => is_integer(e, false),
             (Kind::Flag, kind) => matches!(kind, ExprKind::Bool(_)),
             (Kind::Dims, ExprKind::List(items)) => items.iter().all(|item| size(item).is_some()),
-            (Kind::Dims | Kind::Rust, _) => false,
+            (Kind::Pair, ExprKind::List(items)) => items.len() == 2 && items.iter().all(|item| size(item).is_some()),
+            (Kind::Dims | Kind::Pair | Kind::Rust, _) => false,
         };
         if !ok {
             errors.push(Error::new(e.span, argument_message(name, param.name, param.kind, e)));
@@ -81,6 +82,7 @@ fn argument_message(func: &str, param: &str, kind: Kind, arg: &Expr) -> String {
         Kind::Dims => {
             "a list of sizes: whole numbers, declared symbols like `B`, Rust `usize` names, or products `B * T`"
         }
+        Kind::Pair => "a pair of sizes `[rows, columns]`: whole numbers, declared symbols or Rust `usize` names",
         Kind::Rust => "a Rust expression",
     };
     format!("`{param}` of `{func}` must be {expected}, but it is `{arg}`")

@@ -105,6 +105,17 @@ pub enum ErrorKind {
     /// `declared` is the declaration with the sizes its symbols were bound
     /// to (`[B, 784] with B = 64`), `problem` what disagrees (`dim 1 is 783`).
     DeclaredShape { input: String, declared: String, problem: String },
+    /// A convolution whose input has `channels` channels, where its weight
+    /// `[O, per_group, kh, kw]` expects `per_group * groups`.
+    ConvChannels { channels: usize, per_group: usize, groups: usize },
+    /// A convolution's `groups` that does not divide its input channels or
+    /// its output channels.
+    ConvGroups { groups: usize, in_channels: usize, out_channels: usize },
+    /// A convolution's bias that is not `[out_channels]`.
+    ConvBias { out_channels: usize },
+    /// A convolution or pooling window (its kernel spread by the dilation)
+    /// that spans `window` positions, more than the padded input's `padded`.
+    WindowTooLarge { window: usize, padded: usize },
     /// Reading or writing `file` failed; `message` is the system's reason.
     /// (Names are `Box<str>` in these variants, and dtypes and metadata
     /// keys `&'static str`, to keep `GradError` small: every `Result` of
@@ -293,6 +304,25 @@ impl fmt::Display for ErrorKind {
             ErrorKind::DeclaredShape { input, declared, problem } => {
                 write!(f, "input `{input}` was declared {declared}, but {problem}")
             }
+            ErrorKind::ConvChannels { channels, per_group, groups } => write!(
+                f,
+                "the input has {channels} channels, but the weight takes {per_group} per group \
+                 (its dim 1) times {groups} group(s) = {}",
+                per_group.saturating_mul(*groups)
+            ),
+            ErrorKind::ConvGroups { groups, in_channels, out_channels } => write!(
+                f,
+                "groups = {groups} must divide both the input channels ({in_channels}) and the output \
+                 channels ({out_channels})"
+            ),
+            ErrorKind::ConvBias { out_channels } => {
+                write!(f, "the bias must be [{out_channels}], one entry per output channel (dim 0 of the weight)")
+            }
+            ErrorKind::WindowTooLarge { window, padded } => write!(
+                f,
+                "the window spans {window} positions (kernel with dilation), more than the padded input's \
+                 {padded} (input plus padding on both sides)"
+            ),
             ErrorKind::Io { file, message } => write!(f, "{file}: {message}"),
             ErrorKind::NotSafetensors { file, problem } => {
                 write!(f, "{file} is not a valid safetensors file: {problem}")

@@ -125,6 +125,25 @@ for axis, keepdim in ((0, False), (-1, True)):
     case(f"min_2d_axis{axis}_{'keep' if keepdim else 'nokeep'}", "min", {"axis": axis, "keepdim": keepdim},
          [("x", x, True)], lambda x, a=axis, k=keepdim: torch.amin(x, dim=a, keepdim=k))
 
+# ops/conv.rs and ops/pool.rs: stride, padding, dilation and groups.
+for name, xs, ws, stride, padding, dilation, groups in [
+    ("conv2d_pad1", (2, 3, 5, 5), (4, 3, 3, 3), (1, 1), (1, 1), (1, 1), 1),
+    ("conv2d_stride2_pad_rect", (2, 2, 7, 6), (3, 2, 3, 2), (2, 1), (1, 0), (1, 1), 1),
+    ("conv2d_dilation2", (1, 2, 7, 7), (3, 2, 3, 3), (1, 2), (2, 1), (2, 2), 1),
+    ("conv2d_groups2", (2, 4, 5, 4), (6, 2, 2, 3), (1, 1), (1, 1), (1, 1), 2),
+]:
+    case(name, "conv2d", {"stride": list(stride), "padding": list(padding), "dilation": list(dilation), "groups": groups},
+         [("x", randn(*xs), True), ("w", randn(*ws), True), ("b", randn(ws[0]), True)],
+         lambda x, w, b, s=stride, p=padding, d=dilation, g=groups: F.conv2d(x, w, b, s, p, d, g))
+for name, kernel, stride, padding in [("pool_3x3_s2_p1", (3, 3), (2, 2), (1, 1)), ("pool_2x3_s1_p0", (2, 3), (1, 2), (1, 0))]:
+    # Distinct values: each window's maximum is unique, as the gradient needs.
+    x = torch.randperm(2 * 3 * 6 * 5, dtype=DT).reshape(2, 3, 6, 5) / 30 - 3 + randn(2, 3, 6, 5) * 0.001
+    args = {"kernel": list(kernel), "stride": list(stride), "padding": list(padding)}
+    case("max_" + name, "max_pool2d", args, [("x", x, True)],
+         lambda x, k=kernel, s=stride, p=padding: F.max_pool2d(x, k, s, p))
+    case("avg_" + name, "avg_pool2d", args, [("x", randn(2, 3, 6, 5), True)],
+         lambda x, k=kernel, s=stride, p=padding: F.avg_pool2d(x, k, s, p))
+
 doc = {
     "format": "autodiff-oracle/1",
     "set": "extra",

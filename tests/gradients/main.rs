@@ -7,6 +7,7 @@
 mod common;
 
 mod arithmetic;
+mod conv;
 mod cross_entropy;
 mod dropout;
 mod embedding;

@@ -34,6 +34,7 @@
 
 pub(crate) mod arithmetic;
 pub(crate) mod axis;
+pub(crate) mod conv;
 pub(crate) mod cross_entropy;
 pub(crate) mod dropout;
 pub(crate) mod embedding;
@@ -42,6 +43,7 @@ pub(crate) mod layer_norm;
 pub(crate) mod layout;
 pub(crate) mod matmul;
 pub(crate) mod mse;
+pub(crate) mod pool;
 pub(crate) mod reduce;
 pub(crate) mod sink;
 pub(crate) mod softmax;
@@ -75,6 +77,8 @@ export_ops! {
     embedding::{g_embedding},
     layer_norm::{g_layer_norm},
     dropout::{g_dropout},
+    conv::{g_conv2d},
+    pool::{g_max_pool2d, g_avg_pool2d},
 }
 
 use ndarray::IxDyn;
@@ -150,6 +154,20 @@ pub(crate) enum Op<T> {
         beta: NodeId,
         eps: T,
     },
+    Conv2d {
+        x: NodeId,
+        w: NodeId,
+        b: Option<NodeId>,
+        spec: conv::ConvSpec,
+    },
+    MaxPool2d {
+        x: NodeId,
+        spec: pool::PoolSpec,
+    },
+    AvgPool2d {
+        x: NodeId,
+        spec: pool::PoolSpec,
+    },
     /// A fused region of a `grad!` block: any number of inputs.
     Fused(fused::Fused<T>),
 }
@@ -172,7 +190,9 @@ impl<T: Float> Op<T> {
             | Op::Softmax { x, .. }
             | Op::LogSoftmax { x, .. }
             | Op::CrossEntropy { logits: x, .. }
-            | Op::Embedding { table: x, .. } => [Some(x), None, None],
+            | Op::Embedding { table: x, .. }
+            | Op::MaxPool2d { x, .. }
+            | Op::AvgPool2d { x, .. } => [Some(x), None, None],
             Op::Add(a, b)
             | Op::Sub(a, b)
             | Op::Mul(a, b)
@@ -182,6 +202,7 @@ impl<T: Float> Op<T> {
             | Op::Concat { a, b, .. }
             | Op::Mse(a, b) => [Some(a), Some(b), None],
             Op::LayerNorm { x, gamma, beta, .. } => [Some(x), Some(gamma), Some(beta)],
+            Op::Conv2d { x, w, b, .. } => [Some(x), Some(w), b],
         };
         let many = match self {
             Op::Fused(node) => Some(node.inputs()),
@@ -218,6 +239,9 @@ impl<T: Float> Op<T> {
             Op::CrossEntropy { .. } => "g_cross_entropy",
             Op::Embedding { .. } => "g_embedding",
             Op::LayerNorm { .. } => "g_layer_norm",
+            Op::Conv2d { .. } => "g_conv2d",
+            Op::MaxPool2d { .. } => "g_max_pool2d",
+            Op::AvgPool2d { .. } => "g_avg_pool2d",
             Op::Fused(node) => node.name(),
         }
     }
@@ -250,6 +274,9 @@ impl<T: Float> Op<T> {
             Op::CrossEntropy { logits, ref targets } => cross_entropy::cross_entropy_backward(sink, g, logits, targets),
             Op::Embedding { table, ref ids } => embedding::embedding_backward(sink, g, table, ids),
             Op::LayerNorm { x, gamma, beta, eps } => layer_norm::layer_norm_backward(sink, g, [x, gamma, beta], eps),
+            Op::Conv2d { x, w, b, spec } => conv::conv2d_backward(sink, g, x, w, b, spec),
+            Op::MaxPool2d { x, spec } => pool::max_pool2d_backward(sink, g, x, spec),
+            Op::AvgPool2d { x, spec } => pool::avg_pool2d_backward(sink, g, x, spec),
             Op::Fused(ref node) => fused::fused_backward(sink, g, out, node),
         }
     }
@@ -286,7 +313,10 @@ impl<T: Float> Op<T> {
             | Op::Softmax { .. }
             | Op::LogSoftmax { .. }
             | Op::Mse(..)
-            | Op::LayerNorm { .. } => (None, None),
+            | Op::LayerNorm { .. }
+            | Op::Conv2d { .. }
+            | Op::MaxPool2d { .. }
+            | Op::AvgPool2d { .. } => (None, None),
         }
     }
 }
