@@ -270,6 +270,14 @@ impl Parser<'_> {
                 );
                 return Err(Error::new(SpanRange::single(name.span()).to(SpanRange::single(group.span())), message));
             }
+            if let Some(row) = builtins::rows(&method).find(|b| b.params[0].kind != Kind::Var) {
+                let message = format!(
+                    "`.{method}()` has no method form: its first argument `{}` is not a tensor; call it as `{}`",
+                    row.params[0].name,
+                    row.usage()
+                );
+                return Err(Error::new(SpanRange::single(name.span()).to(SpanRange::single(group.span())), message));
+            }
             let (rest, callee) = call_args(&group, Some(&method), 1)?;
             let mut args = vec![Arg::Expr(receiver)];
             args.extend(rest);

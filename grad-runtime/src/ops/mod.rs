@@ -35,14 +35,17 @@
 pub(crate) mod arithmetic;
 pub(crate) mod axis;
 pub(crate) mod cross_entropy;
+pub(crate) mod cumsum;
 pub(crate) mod dropout;
 pub(crate) mod embedding;
 pub(crate) mod fused;
+pub(crate) mod index;
 pub(crate) mod layer_norm;
 pub(crate) mod layout;
 pub(crate) mod matmul;
 pub(crate) mod mse;
 pub(crate) mod reduce;
+pub(crate) mod select;
 pub(crate) mod sink;
 pub(crate) mod softmax;
 pub(crate) mod unary;
@@ -68,13 +71,17 @@ export_ops! {
     },
     reduce::{g_sum, g_mean, g_sum_axis, g_mean_axis, g_max_axis, g_min_axis, argmax},
     matmul::{g_matmul, g_bmm},
-    layout::{g_transpose, g_reshape, g_slice, g_concat},
+    layout::{g_transpose, g_reshape, g_flatten, g_slice, g_concat},
     softmax::{g_softmax, g_log_softmax},
     mse::{g_mse},
     cross_entropy::{g_cross_entropy},
     embedding::{g_embedding},
     layer_norm::{g_layer_norm},
     dropout::{g_dropout},
+    // Indexing and masking (issue 13).
+    index::{g_gather, g_index_select},
+    select::{g_where, g_masked_fill},
+    cumsum::{g_cumsum},
 }
 
 use ndarray::IxDyn;
@@ -152,6 +159,27 @@ pub(crate) enum Op<T> {
     },
     /// A fused region of a `grad!` block: any number of inputs.
     Fused(fused::Fused<T>),
+    // Indexing and masking (issue 13).
+    Gather {
+        x: NodeId,
+        axis: usize,
+        indices: Vec<usize>,
+    },
+    IndexSelect {
+        x: NodeId,
+        axis: usize,
+        indices: Vec<usize>,
+    },
+    /// `where` and `masked_fill`: `mask` is a constant node of 0s and 1s.
+    Where {
+        mask: NodeId,
+        a: NodeId,
+        b: NodeId,
+    },
+    Cumsum {
+        x: NodeId,
+        axis: usize,
+    },
 }
 
 impl<T: Float> Op<T> {
@@ -172,7 +200,10 @@ impl<T: Float> Op<T> {
             | Op::Softmax { x, .. }
             | Op::LogSoftmax { x, .. }
             | Op::CrossEntropy { logits: x, .. }
-            | Op::Embedding { table: x, .. } => [Some(x), None, None],
+            | Op::Embedding { table: x, .. }
+            | Op::Gather { x, .. }
+            | Op::IndexSelect { x, .. }
+            | Op::Cumsum { x, .. } => [Some(x), None, None],
             Op::Add(a, b)
             | Op::Sub(a, b)
             | Op::Mul(a, b)
@@ -182,6 +213,7 @@ impl<T: Float> Op<T> {
             | Op::Concat { a, b, .. }
             | Op::Mse(a, b) => [Some(a), Some(b), None],
             Op::LayerNorm { x, gamma, beta, .. } => [Some(x), Some(gamma), Some(beta)],
+            Op::Where { mask, a, b } => [Some(mask), Some(a), Some(b)],
         };
         let many = match self {
             Op::Fused(node) => Some(node.inputs()),
@@ -219,6 +251,10 @@ impl<T: Float> Op<T> {
             Op::Embedding { .. } => "g_embedding",
             Op::LayerNorm { .. } => "g_layer_norm",
             Op::Fused(node) => node.name(),
+            Op::Gather { .. } => "g_gather",
+            Op::IndexSelect { .. } => "g_index_select",
+            Op::Where { .. } => "g_where",
+            Op::Cumsum { .. } => "g_cumsum",
         }
     }
 
@@ -251,6 +287,10 @@ impl<T: Float> Op<T> {
             Op::Embedding { table, ref ids } => embedding::embedding_backward(sink, g, table, ids),
             Op::LayerNorm { x, gamma, beta, eps } => layer_norm::layer_norm_backward(sink, g, [x, gamma, beta], eps),
             Op::Fused(ref node) => fused::fused_backward(sink, g, out, node),
+            Op::Gather { x, axis, ref indices } => index::gather_backward(sink, g, x, axis, indices),
+            Op::IndexSelect { x, axis, ref indices } => index::index_select_backward(sink, g, x, axis, indices),
+            Op::Where { mask, a, b } => select::where_backward(sink, g, mask, a, b),
+            Op::Cumsum { x, axis } => cumsum::cumsum_backward(sink, g, x, axis),
         }
     }
 
@@ -259,7 +299,10 @@ impl<T: Float> Op<T> {
     /// inputs) for the index pool, and a fused node's scalars.
     pub(crate) fn into_buffers(self) -> (Option<Vec<usize>>, Option<Vec<T>>) {
         match self {
-            Op::CrossEntropy { targets: indices, .. } | Op::Embedding { ids: indices, .. } => (Some(indices), None),
+            Op::CrossEntropy { targets: indices, .. }
+            | Op::Embedding { ids: indices, .. }
+            | Op::Gather { indices, .. }
+            | Op::IndexSelect { indices, .. } => (Some(indices), None),
             Op::Fused(node) => {
                 let (inputs, scalars) = node.into_buffers();
                 (inputs, Some(scalars))
@@ -286,7 +329,9 @@ impl<T: Float> Op<T> {
             | Op::Softmax { .. }
             | Op::LogSoftmax { .. }
             | Op::Mse(..)
-            | Op::LayerNorm { .. } => (None, None),
+            | Op::LayerNorm { .. }
+            | Op::Where { .. }
+            | Op::Cumsum { .. } => (None, None),
         }
     }
 }
