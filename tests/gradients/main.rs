@@ -8,14 +8,17 @@ mod common;
 
 mod arithmetic;
 mod cross_entropy;
+mod cumsum;
 mod dropout;
 mod embedding;
 mod fused;
+mod index;
 mod layer_norm;
 mod layout;
 mod matmul;
 mod mse;
 mod oracle;
 mod reduce;
+mod select;
 mod softmax;
 mod unary;

@@ -21,7 +21,7 @@ const ATOL: f64 = 1e-12;
 type Replay = fn(&Case, &mut Tape<f64>) -> Option<Var>;
 
 /// Every tested module's `replay`.
-const REPLAYS: [Replay; 10] = [
+const REPLAYS: [Replay; 13] = [
     super::arithmetic::replay,
     super::unary::replay,
     super::reduce::replay,
@@ -32,6 +32,10 @@ const REPLAYS: [Replay; 10] = [
     super::cross_entropy::replay,
     super::embedding::replay,
     super::layer_norm::replay,
+    // Indexing and masking (issue 13).
+    super::index::replay,
+    super::select::replay,
+    super::cumsum::replay,
 ];
 
 /// One oracle case with its inputs on a tape, as a module's `replay` reads it.
