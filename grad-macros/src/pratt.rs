@@ -179,7 +179,11 @@ impl Parser<'_> {
         let start = self.pos;
         if let Some(TokenTree::Ident(ident)) = self.peek().cloned() {
             let name = ident.to_string();
-            if let Some(message) = keyword(&name) {
+            // A keyword that names a built-in (`where`) is the built-in when called.
+            let called = matches!(self.tokens.get(self.pos + 1), Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Parenthesis);
+            if let Some(message) = keyword(&name)
+                && !(called && builtins::rows(&name).next().is_some())
+            {
                 return Err(Error::at(ident.span(), message));
             }
             if name == "true" || name == "false" {
