@@ -167,6 +167,7 @@ pub(crate) const BUILTINS: &[Builtin] = &[
     // ops/layout.rs
     row("transpose", "g_transpose", &[X], Rule::Transpose),
     row("reshape", "g_reshape", &[X, param("dims", Kind::Dims)], Rule::Reshape),
+    row("flatten", "g_flatten", &[X, param("from_axis", Kind::Axis)], Rule::Flatten),
     row("slice", "g_slice", &[X, param("starts", Kind::Dims), param("stops", Kind::Dims)], Rule::Slice),
     row("concat", "g_concat", &[A, B, param("axis", Kind::Index)], Rule::Concat),
     // ops/softmax.rs
@@ -215,6 +216,14 @@ pub(crate) const BUILTINS: &[Builtin] = &[
     // ops/pool.rs
     row("max_pool2d", "g_max_pool2d", POOL, Rule::Pool2d),
     row("avg_pool2d", "g_avg_pool2d", POOL, Rule::Pool2d),
+    // ops/index.rs
+    row("gather", "g_gather", &[X, AXIS, param("indices", Kind::Rust)], Rule::Gather),
+    row("index_select", "g_index_select", &[X, AXIS, param("indices", Kind::Rust)], Rule::IndexSelect),
+    // ops/select.rs (`where` has no method form: its first argument, the mask, is Rust data)
+    row("where", "g_where", &[param("mask", Kind::Rust), A, B], Rule::Where),
+    row("masked_fill", "g_masked_fill", &[X, param("mask", Kind::Rust), param("value", Kind::Scalar)], Rule::Same),
+    // ops/cumsum.rs
+    row("cumsum", "g_cumsum", &[X, AXIS], Rule::Softmax),
 ];
 
 /// `max_pool2d` and `avg_pool2d`: `(x, kernel, stride, padding = [0, 0])`.
@@ -281,9 +290,10 @@ pub(crate) fn link_table() -> TokenStream {
     let paths = funcs.iter().map(|f| Ident::new(f, Span::call_site()));
     quote! {
         {
-            #[allow(dead_code)]
-            fn every_function_exists() {
-                #(let _ = ::grad_runtime::#paths::<f32>;)*
+            // A `use` names each function whatever its generic parameters.
+            #[allow(unused_imports)]
+            mod every_function_exists {
+                #(use ::grad_runtime::#paths as _;)*
             }
             &[#((#forms, #funcs)),*] as &[(&str, &str)]
         }
@@ -298,10 +308,11 @@ mod tests {
     fn every_row_is_well_formed() {
         for b in BUILTINS.iter() {
             assert!(b.func.starts_with("g_"), "{}", b.name);
-            assert_eq!(
-                b.params[0].kind,
-                Kind::Var,
-                "{}: the first parameter is the receiver of the method form",
+            // The first parameter is the receiver of the method form; a row
+            // whose first parameter is Rust data (`where`'s mask) has none.
+            assert!(
+                matches!(b.params[0].kind, Kind::Var | Kind::Rust),
+                "{}: the first parameter must be a tensor (the method form's receiver) or Rust data",
                 b.name
             );
             let defaults_trail = b.params.iter().skip_while(|p| p.default.is_none()).all(|p| p.default.is_some());

@@ -179,7 +179,11 @@ impl Parser<'_> {
         let start = self.pos;
         if let Some(TokenTree::Ident(ident)) = self.peek().cloned() {
             let name = ident.to_string();
-            if let Some(message) = keyword(&name) {
+            // A keyword that names a built-in (`where`) is the built-in when called.
+            let called = matches!(self.tokens.get(self.pos + 1), Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Parenthesis);
+            if let Some(message) = keyword(&name)
+                && !(called && builtins::rows(&name).next().is_some())
+            {
                 return Err(Error::at(ident.span(), message));
             }
             if name == "true" || name == "false" {
@@ -267,6 +271,14 @@ impl Parser<'_> {
                 let message = format!(
                     "`.{method}()` is not a built-in: the method form is for built-ins (`x.relu()`); \
                      call your own function as `{method}(x, ...)`"
+                );
+                return Err(Error::new(SpanRange::single(name.span()).to(SpanRange::single(group.span())), message));
+            }
+            if let Some(row) = builtins::rows(&method).find(|b| b.params[0].kind != Kind::Var) {
+                let message = format!(
+                    "`.{method}()` has no method form: its first argument `{}` is not a tensor; call it as `{}`",
+                    row.params[0].name,
+                    row.usage()
                 );
                 return Err(Error::new(SpanRange::single(name.span()).to(SpanRange::single(group.span())), message));
             }

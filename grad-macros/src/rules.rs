@@ -45,6 +45,17 @@ pub(crate) enum Rule {
     Conv2d,
     /// `[N, C, H, W]` → `[N, C, OH, OW]`, windows `kernel`, `stride`, `padding`.
     Pool2d,
+    /// The dims from an axis on collapsed into one.
+    Flatten,
+    // Indexing and masking (issue 13).
+    /// Along an axis of `x`, one index per output element: `x`'s rank,
+    /// the (run-time) shape of the indices.
+    Gather,
+    /// Slices along an axis of `x` picked by a list of indices of run-time length.
+    IndexSelect,
+    /// `where(mask, a, b)`: `a` and `b` must broadcast; the mask's shape is
+    /// known at run time only, so the output's is too.
+    Where,
 }
 
 /// A tensor argument as messages quote it.
@@ -93,6 +104,10 @@ pub(crate) fn apply(rule: Rule, site: &Site) -> Outcome {
         Rule::LayerNorm => layer_norm(site),
         Rule::Conv2d => conv2d(site),
         Rule::Pool2d => pool2d(site),
+        Rule::Flatten => flatten(site),
+        Rule::Gather => gather(site),
+        Rule::IndexSelect => index_select(site),
+        Rule::Where => where_(site),
     }
 }
 
@@ -343,6 +358,15 @@ fn concat(site: &Site) -> Outcome {
     Ok(Shape::Known(out))
 }
 
+fn flatten(site: &Site) -> Outcome {
+    let x = &site.tensors[0];
+    let (Some(dims), Some(axis)) = (known(x), site.ints[0]) else { return Ok(Shape::Unknown) };
+    let from = checked_axis(site, x, dims, axis)?;
+    let mut out = dims[..from].to_vec();
+    out.push(dims[from..].iter().fold(Dim::fixed(1), |n, d| n.times(d)));
+    Ok(Shape::Known(out))
+}
+
 // ---- ops/softmax.rs ----
 
 fn softmax(site: &Site) -> Outcome {
@@ -526,4 +550,39 @@ fn pool2d(site: &Site) -> Outcome {
         out.push(window_dim(site, x, i, &dx[2 + i], &kernel[i], &stride[i], &padding[i], &Dim::fixed(1))?);
     }
     Ok(Shape::Known(out))
+}
+// ---- ops/index.rs ----
+
+fn gather(site: &Site) -> Outcome {
+    let x = &site.tensors[0];
+    let (Some(dims), Some(axis)) = (known(x), site.ints[0]) else { return Ok(Shape::Unknown) };
+    checked_axis(site, x, dims, axis)?;
+    Ok(Shape::Known(vec![Dim::Unknown; dims.len()]))
+}
+
+fn index_select(site: &Site) -> Outcome {
+    let x = &site.tensors[0];
+    let (Some(dims), Some(axis)) = (known(x), site.ints[0]) else { return Ok(Shape::Unknown) };
+    let axis = checked_axis(site, x, dims, axis)?;
+    let mut out = dims.to_vec();
+    out[axis] = Dim::Unknown;
+    Ok(Shape::Known(out))
+}
+
+// ---- ops/select.rs ----
+
+fn where_(site: &Site) -> Outcome {
+    let (a, b) = (&site.tensors[0], &site.tensors[1]);
+    let (Some(da), Some(db)) = (known(a), known(b)) else { return Ok(Shape::Unknown) };
+    if let Err((i, j)) = shape::broadcast(da, db) {
+        let summary =
+            format!("`{}`: the two branches {} and {} do not broadcast together", site.text, a.shape, b.shape);
+        let why = format!(
+            "aligned from the right, dim {i} of `{}` ({}) and dim {j} of `{}` ({}) differ, and neither is 1",
+            a.text, da[i], b.text, db[j]
+        );
+        let note = "`where` picks each element from `a` or `b`, so both must broadcast to one shape".to_string();
+        return Err(message(summary, &with_note(vec![is(a), is(b), why, note], symbol_note(&da[i], &db[j])), None));
+    }
+    Ok(Shape::Unknown)
 }

@@ -64,6 +64,9 @@ pub enum ErrorKind {
     ElementCount { from: usize, to: usize },
     /// An integer index (class target, embedding id) outside `0..len`.
     IndexOutOfRange { what: &'static str, position: usize, index: usize, len: usize },
+    /// `g_gather` indices longer than the input on a dim other than the
+    /// gathered axis (each such dim of the indices must be at most the input's).
+    IndexShape { dim: usize, index: usize, len: usize },
     /// A list of indices whose length does not match the batch it indexes.
     IndexCount { what: &'static str, got: usize, expected: usize },
     /// A scalar argument outside its domain (a negative learning rate, a
@@ -256,6 +259,11 @@ impl fmt::Display for ErrorKind {
                 f,
                 "{what} {index} at position {position} is out of range (valid: 0 to {})",
                 len.saturating_sub(1)
+            ),
+            ErrorKind::IndexShape { dim, index, len } => write!(
+                f,
+                "the indices have {index} entries on dim {dim}, but the input has only {len} \
+                 (off the gathered axis, each dim of the indices must be at most the input's)"
             ),
             ErrorKind::IndexCount { what, got, expected } => {
                 write!(f, "got {got} {what}s, expected {expected}")

@@ -143,6 +143,35 @@ for name, kernel, stride, padding in [("pool_3x3_s2_p1", (3, 3), (2, 2), (1, 1))
          lambda x, k=kernel, s=stride, p=padding: F.max_pool2d(x, k, s, p))
     case("avg_" + name, "avg_pool2d", args, [("x", randn(2, 3, 6, 5), True)],
          lambda x, k=kernel, s=stride, p=padding: F.avg_pool2d(x, k, s, p))
+# Indexing and masking (issue 13). Integer inputs carry their shape in an
+# argument (`index_shape`, `mask_shape`): a mask is 0/1 integers.
+gather_index = torch.tensor([[2, 0, 2, 1], [1, 1, 0, 3], [3, 2, 2, 0]], dtype=torch.int64)
+case("gather_axis1_repeats", "gather", {"axis": 1, "index_shape": [3, 4]},
+     [("x", randn(3, 4), True), ("indices", gather_index, False)], lambda x, i: torch.gather(x, 1, i))
+gather_index = torch.tensor([[[0, 1], [1, 1]], [[1, 0], [0, 0]]], dtype=torch.int64)
+case("gather_axis0_3d_smaller_index", "gather", {"axis": 0, "index_shape": [2, 2, 2]},
+     [("x", randn(2, 3, 4), True), ("indices", gather_index, False)], lambda x, i: torch.gather(x, 0, i))
+select_index = torch.tensor([3, 0, 3, 1, 3], dtype=torch.int64)
+case("index_select_axis1_repeats", "index_select", {"axis": 1},
+     [("x", randn(2, 4, 3), True), ("indices", select_index, False)], lambda x, i: torch.index_select(x, 1, i))
+case("index_select_axis_neg1", "index_select", {"axis": -1},
+     [("x", randn(3, 4), True), ("indices", torch.tensor([2, 2, 0], dtype=torch.int64), False)],
+     lambda x, i: torch.index_select(x, -1, i))
+mask = (torch.rand(3, 4) < 0.5).to(torch.int64)
+case("where_same_shapes", "where", {"mask_shape": [3, 4]},
+     [("mask", mask, False), ("a", randn(3, 4), True), ("b", randn(3, 4), True)],
+     lambda m, a, b: torch.where(m.bool(), a, b))
+mask = (torch.rand(2, 1, 4) < 0.5).to(torch.int64)
+case("where_broadcast_mask_a_b", "where", {"mask_shape": [2, 1, 4]},
+     [("mask", mask, False), ("a", randn(3, 1), True), ("b", randn(4), True)],
+     lambda m, a, b: torch.where(m.bool(), a, b))
+mask = torch.triu(torch.ones(4, 4, dtype=torch.int64), diagonal=1)
+case("masked_fill_causal", "masked_fill", {"mask_shape": [4, 4], "value": -1e4},
+     [("x", randn(2, 4, 4), True), ("mask", mask, False)], lambda x, m: x.masked_fill(m.bool(), -1e4))
+for axis in (0, -1):
+    case(f"cumsum_axis{axis}", "cumsum", {"axis": axis}, [("x", randn(3, 4), True)],
+         lambda x, a=axis: torch.cumsum(x, dim=a))
+case("cumsum_3d_axis1", "cumsum", {"axis": 1}, [("x", randn(2, 3, 4), True)], lambda x: torch.cumsum(x, dim=1))
 
 doc = {
     "format": "autodiff-oracle/1",

@@ -1,9 +1,9 @@
-//! `ops/layout.rs`: `transpose`, `reshape`, `slice`, `concat`.
+//! `ops/layout.rs`: `transpose`, `reshape`, `flatten`, `slice`, `concat`.
 
 use grad_runtime::*;
 use ndarray::{ArrayD, Axis, IxDyn, s};
 
-use crate::common::{Rng, check_finite_differences, grads_with, integers};
+use crate::common::{Rng, check_finite_differences, forward, grads_with, integers};
 use crate::oracle::Case;
 
 /// The oracle cases of this module's ops.
@@ -69,4 +69,32 @@ fn layout_forward_values_match_ndarray() {
     assert_eq!(tape.value(r), x.to_shape(IxDyn(&[4, 6])).unwrap());
     assert_eq!(tape.value(sl), x.slice(s![1..2, 0..3, 1..3]).into_dyn());
     assert_eq!(tape.value(c), ndarray::concatenate(Axis(2), &[x.view(), x.view()]).unwrap());
+}
+
+#[test]
+fn flatten_finite_differences_and_shapes() {
+    let x = Rng::new(171).normal_array(&[2, 3, 4]);
+    for (seed, (from, shape)) in
+        [(0, &[24][..]), (1, &[2, 12]), (-1, &[2, 3, 4]), (-2, &[2, 12])].into_iter().enumerate()
+    {
+        let program = move |tp: &mut Tape<f64>, v: &[Var]| g_flatten(tp, v[0], from);
+        check_finite_differences(&format!("g_flatten {from}"), &program, std::slice::from_ref(&x), seed as u64);
+        assert_eq!(forward(std::slice::from_ref(&x), program).shape(), shape);
+    }
+    // Gradient: the seed, reshaped back, to the bit.
+    let cot = Rng::new(172).normal_array(&[2, 12]);
+    let g = grads_with(std::slice::from_ref(&x), &cot, |tp, v| g_flatten(tp, v[0], 1));
+    assert_eq!(g[0], cot.into_shape_with_order(vec![2, 3, 4]).unwrap());
+}
+
+#[test]
+fn flatten_axis_out_of_range_is_an_error_naming_flatten() {
+    let mut tape = Tape::<f32>::new();
+    let x = tape.param(ndarray::Array2::<f32>::zeros((2, 3)));
+    assert!(g_flatten(&mut tape, x, 2).is_poisoned());
+    let error = tape.error().unwrap().to_string();
+    assert_eq!(
+        error.split(" (at").next().unwrap(),
+        "g_flatten: axis 2 is out of range for a 2-D input (valid: -2 to 1); input [2, 3]"
+    );
 }

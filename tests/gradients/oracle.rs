@@ -21,7 +21,7 @@ const ATOL: f64 = 1e-12;
 type Replay = fn(&Case, &mut Tape<f64>) -> Option<Var>;
 
 /// Every tested module's `replay`.
-const REPLAYS: [Replay; 11] = [
+const REPLAYS: [Replay; 14] = [
     super::arithmetic::replay,
     super::unary::replay,
     super::reduce::replay,
@@ -33,6 +33,10 @@ const REPLAYS: [Replay; 11] = [
     super::embedding::replay,
     super::layer_norm::replay,
     super::conv::replay,
+    // Indexing and masking (issue 13).
+    super::index::replay,
+    super::select::replay,
+    super::cumsum::replay,
 ];
 
 /// One oracle case with its inputs on a tape, as a module's `replay` reads it.
@@ -263,7 +267,7 @@ fn every_case_of_the_extra_pytorch_oracle_matches() {
     }
     println!("replayed {} extra gradient cases of PyTorch", cases.len());
     // The generator appends cases as ops are added; it never drops one.
-    assert!(cases.len() >= 25, "the extra oracle lost cases: regenerate it with tests/data/make_oracle_extra.py");
+    assert!(cases.len() >= 43, "the extra oracle lost cases: regenerate it with tests/data/make_oracle_extra.py");
 }
 
 /// Every case whose program has a chain of elementwise ops, rerun through

@@ -1,5 +1,6 @@
 //! Ops that move elements without computing on them: `transpose`,
-//! `reshape`, `slice`, `concat`. Each backward moves the gradient back.
+//! `reshape` (and `flatten`, a reshape), `slice`, `concat`. Each backward
+//! moves the gradient back.
 
 use std::panic::Location;
 
@@ -7,6 +8,7 @@ use ndarray::{ArrayViewD, ArrayViewMutD, Axis, Dimension, IxDyn, Slice};
 
 use crate::error::ErrorKind;
 use crate::ops::Op;
+use crate::ops::axis::normalize_axis;
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
 use crate::tensor::Tensor;
@@ -56,6 +58,42 @@ pub fn g_reshape<T: Float>(tp: &mut Tape<T>, x: Var, shape: &[usize]) -> Var {
     let Some(mut out) = tp.output(NAME, IxDyn(shape), &[x], location) else { return tp.poisoned_var() };
     out.data.copy_from_slice(&tp.value_of(x).data);
     tp.push(Op::Reshape(x), out)
+}
+
+/// The dims from `from_axis` on (negative counts from the end) collapsed
+/// into one, as `torch.flatten(x, from_axis)`: `[b, t, d]` with
+/// `from_axis = 1` gives `[b, t * d]`, with `0` all of it, `[b * t * d]`.
+/// A reshape (its node is a `g_reshape`); an axis out of range is an error
+/// (a scalar has none).
+///
+/// Gradient: `g` reshaped back to `x`'s shape.
+///
+/// ```
+/// use grad_runtime::{g_flatten, Tape};
+/// use ndarray::Array3;
+///
+/// let mut tape = Tape::<f32>::new();
+/// let x = tape.param(Array3::<f32>::zeros((2, 3, 4)));
+/// let rows = g_flatten(&mut tape, x, 1);
+/// assert_eq!(tape.value(rows).shape(), &[2, 12]);
+/// ```
+#[track_caller]
+pub fn g_flatten<T: Float>(tp: &mut Tape<T>, x: Var, from_axis: isize) -> Var {
+    const NAME: &str = "g_flatten";
+    let location = Location::caller();
+    let Some([id]) = tp.resolve(NAME, [x], location) else {
+        return tp.poisoned_var();
+    };
+    let shape = tp.shape(id);
+    let Some(from) = normalize_axis(from_axis, shape.len()) else {
+        return tp.fail(NAME, ErrorKind::Axis { axis: from_axis, ndim: shape.len() }, &[id], location);
+    };
+    // A tensor's non-zero dims multiply within isize::MAX; saturating anyway
+    // (g_reshape would refuse the count).
+    let collapsed = shape[from..].iter().try_fold(1usize, |n, &d| n.checked_mul(d)).unwrap_or(usize::MAX);
+    let mut to = shape[..from].to_vec();
+    to.push(collapsed);
+    g_reshape(tp, x, &to)
 }
 
 /// The block `x[starts[0]..stops[0], starts[1]..stops[1], ...]`: one start

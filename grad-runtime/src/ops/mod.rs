@@ -36,15 +36,18 @@ pub(crate) mod arithmetic;
 pub(crate) mod axis;
 pub(crate) mod conv;
 pub(crate) mod cross_entropy;
+pub(crate) mod cumsum;
 pub(crate) mod dropout;
 pub(crate) mod embedding;
 pub(crate) mod fused;
+pub(crate) mod index;
 pub(crate) mod layer_norm;
 pub(crate) mod layout;
 pub(crate) mod matmul;
 pub(crate) mod mse;
 pub(crate) mod pool;
 pub(crate) mod reduce;
+pub(crate) mod select;
 pub(crate) mod sink;
 pub(crate) mod softmax;
 pub(crate) mod unary;
@@ -70,7 +73,7 @@ export_ops! {
     },
     reduce::{g_sum, g_mean, g_sum_axis, g_mean_axis, g_max_axis, g_min_axis, argmax},
     matmul::{g_matmul, g_bmm},
-    layout::{g_transpose, g_reshape, g_slice, g_concat},
+    layout::{g_transpose, g_reshape, g_flatten, g_slice, g_concat},
     softmax::{g_softmax, g_log_softmax},
     mse::{g_mse},
     cross_entropy::{g_cross_entropy},
@@ -79,6 +82,10 @@ export_ops! {
     dropout::{g_dropout},
     conv::{g_conv2d},
     pool::{g_max_pool2d, g_avg_pool2d},
+    // Indexing and masking (issue 13).
+    index::{g_gather, g_index_select},
+    select::{g_where, g_masked_fill},
+    cumsum::{g_cumsum},
 }
 
 use ndarray::IxDyn;
@@ -170,6 +177,27 @@ pub(crate) enum Op<T> {
     },
     /// A fused region of a `grad!` block: any number of inputs.
     Fused(fused::Fused<T>),
+    // Indexing and masking (issue 13).
+    Gather {
+        x: NodeId,
+        axis: usize,
+        indices: Vec<usize>,
+    },
+    IndexSelect {
+        x: NodeId,
+        axis: usize,
+        indices: Vec<usize>,
+    },
+    /// `where` and `masked_fill`: `mask` is a constant node of 0s and 1s.
+    Where {
+        mask: NodeId,
+        a: NodeId,
+        b: NodeId,
+    },
+    Cumsum {
+        x: NodeId,
+        axis: usize,
+    },
 }
 
 impl<T: Float> Op<T> {
@@ -192,7 +220,10 @@ impl<T: Float> Op<T> {
             | Op::CrossEntropy { logits: x, .. }
             | Op::Embedding { table: x, .. }
             | Op::MaxPool2d { x, .. }
-            | Op::AvgPool2d { x, .. } => [Some(x), None, None],
+            | Op::AvgPool2d { x, .. }
+            | Op::Gather { x, .. }
+            | Op::IndexSelect { x, .. }
+            | Op::Cumsum { x, .. } => [Some(x), None, None],
             Op::Add(a, b)
             | Op::Sub(a, b)
             | Op::Mul(a, b)
@@ -203,6 +234,7 @@ impl<T: Float> Op<T> {
             | Op::Mse(a, b) => [Some(a), Some(b), None],
             Op::LayerNorm { x, gamma, beta, .. } => [Some(x), Some(gamma), Some(beta)],
             Op::Conv2d { x, w, b, .. } => [Some(x), Some(w), b],
+            Op::Where { mask, a, b } => [Some(mask), Some(a), Some(b)],
         };
         let many = match self {
             Op::Fused(node) => Some(node.inputs()),
@@ -243,6 +275,10 @@ impl<T: Float> Op<T> {
             Op::MaxPool2d { .. } => "g_max_pool2d",
             Op::AvgPool2d { .. } => "g_avg_pool2d",
             Op::Fused(node) => node.name(),
+            Op::Gather { .. } => "g_gather",
+            Op::IndexSelect { .. } => "g_index_select",
+            Op::Where { .. } => "g_where",
+            Op::Cumsum { .. } => "g_cumsum",
         }
     }
 
@@ -278,6 +314,10 @@ impl<T: Float> Op<T> {
             Op::MaxPool2d { x, spec } => pool::max_pool2d_backward(sink, g, x, spec),
             Op::AvgPool2d { x, spec } => pool::avg_pool2d_backward(sink, g, x, spec),
             Op::Fused(ref node) => fused::fused_backward(sink, g, out, node),
+            Op::Gather { x, axis, ref indices } => index::gather_backward(sink, g, x, axis, indices),
+            Op::IndexSelect { x, axis, ref indices } => index::index_select_backward(sink, g, x, axis, indices),
+            Op::Where { mask, a, b } => select::where_backward(sink, g, mask, a, b),
+            Op::Cumsum { x, axis } => cumsum::cumsum_backward(sink, g, x, axis),
         }
     }
 
@@ -286,7 +326,10 @@ impl<T: Float> Op<T> {
     /// inputs) for the index pool, and a fused node's scalars.
     pub(crate) fn into_buffers(self) -> (Option<Vec<usize>>, Option<Vec<T>>) {
         match self {
-            Op::CrossEntropy { targets: indices, .. } | Op::Embedding { ids: indices, .. } => (Some(indices), None),
+            Op::CrossEntropy { targets: indices, .. }
+            | Op::Embedding { ids: indices, .. }
+            | Op::Gather { indices, .. }
+            | Op::IndexSelect { indices, .. } => (Some(indices), None),
             Op::Fused(node) => {
                 let (inputs, scalars) = node.into_buffers();
                 (inputs, Some(scalars))
@@ -316,7 +359,9 @@ impl<T: Float> Op<T> {
             | Op::LayerNorm { .. }
             | Op::Conv2d { .. }
             | Op::MaxPool2d { .. }
-            | Op::AvgPool2d { .. } => (None, None),
+            | Op::AvgPool2d { .. }
+            | Op::Where { .. }
+            | Op::Cumsum { .. } => (None, None),
         }
     }
 }
