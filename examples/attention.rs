@@ -155,7 +155,7 @@ fn run(quick: bool) -> Result<f64, Box<dyn Error>> {
     let tests = 1000;
     let (ids, targets) = sequences(&mut Rng::new(12345), tests);
     let logits = model.logits(&mut tape, &ids, tests);
-    let predicted = argmax(&mut tape, logits, -1)?;
+    let predicted = argmax(&tape, logits, -1)?;
     tape.reset_to(mark);
     let mut correct = [0usize; T];
     for (i, (p, t)) in predicted.iter().zip(&targets).enumerate() {
