@@ -11,7 +11,7 @@
 //! and cross-entropy over every position.
 //!
 //! Run: `cargo run --release -p grad-examples --example attention`
-//! (`--quick`: a few hundred steps, as the test runs it).
+//! (`--quick`: 100 steps, as the test runs it).
 
 use std::error::Error;
 use std::process::ExitCode;
@@ -134,7 +134,7 @@ fn run(quick: bool) -> Result<f64, Box<dyn Error>> {
     let mut opt = Adam::new(LR);
     opt.add_params(&tape, &model, |_| 0.0)?;
     let mark = tape.mark();
-    let steps = if quick { 300 } else { STEPS };
+    let steps = if quick { 100 } else { STEPS };
     let mut running = 0.0;
     for step in 0..steps {
         opt.set_lr(schedule::warmup_cosine(LR, step as u64, 100, steps as u64))?;
