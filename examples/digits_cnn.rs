@@ -4,8 +4,9 @@
 //! linear head, written as `grad!` blocks with declared shapes, trained
 //! with cross-entropy and Adam. Deterministic from its seed.
 //!
-//! Run: `cargo run --release --example digits_cnn`
+//! Run: `cargo run --release -p grad-examples --example digits_cnn`
 
+#[allow(dead_code)] // shared with digits, which uses every helper
 #[path = "digits/data.rs"]
 mod data;
 

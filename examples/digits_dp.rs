@@ -5,10 +5,11 @@
 //! prints its throughput.
 //!
 //! Run (README, "Data parallel"):
-//! `cargo build --release --features mpi --example digits_dp &&
+//! `cargo build --release -p grad-examples --features mpi --example digits_dp &&
 //!  mpirun -np 2 target/release/examples/digits_dp`
 //! (as root add `--allow-run-as-root`; with more ranks than cores `--oversubscribe`).
 
+#[allow(dead_code)] // shared with digits, which uses every helper
 #[path = "digits/data.rs"]
 mod data;
 

@@ -1,6 +1,7 @@
 //! Times one `MPI_Allreduce` (sum, f32) against the buffer size: the cost
 //! `grad_runtime::dist` pays per step for a model with that many parameters.
-//! Run: `mpirun -np 2 target/release/examples/dist_allreduce` (README, "Data parallel").
+//! Run: `cargo build --release -p grad-examples --features mpi --example dist_allreduce &&
+//! mpirun -np 2 target/release/examples/dist_allreduce` (README, "Data parallel").
 
 use std::time::Instant;
 

@@ -4,6 +4,7 @@
 
 use std::fmt;
 
+use grad_runtime::Rng;
 use ndarray::{Array2, Axis};
 
 /// Pixels per image.
@@ -87,6 +88,33 @@ impl Digits {
     }
 }
 
+/// Moves each 8×8 image (a row of `images`) by a random one-pixel shift:
+/// with probability 1/2 it stays, otherwise it moves one pixel in x, in y
+/// or both (zeros come in at the edge). Writers place digits slightly
+/// differently; the shifted copies teach the model that this does not
+/// change the digit.
+pub fn shift_randomly(images: &mut Array2<f32>, rng: &mut Rng) {
+    for mut image in images.rows_mut() {
+        if rng.uniform() < 0.5 {
+            continue;
+        }
+        let (dx, dy) = loop {
+            let (dx, dy) = ((rng.next_u64() % 3) as isize - 1, (rng.next_u64() % 3) as isize - 1);
+            if (dx, dy) != (0, 0) {
+                break (dx, dy);
+            }
+        };
+        let original = image.to_vec();
+        for y in 0..8isize {
+            for x in 0..8isize {
+                let (sx, sy) = (x - dx, y - dy);
+                let inside = (0..8).contains(&sx) && (0..8).contains(&sy);
+                image[(y * 8 + x) as usize] = if inside { original[(sy * 8 + sx) as usize] } else { 0.0 };
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,5 +135,20 @@ mod tests {
             Digits::parse(&not_number).unwrap_err().to_string(),
             "digits.csv line 1, column 65: `x` is not an integer"
         );
+    }
+
+    #[test]
+    fn a_shift_moves_the_whole_image_by_one_pixel() {
+        let mut images = Array2::from_shape_fn((200, PIXELS), |(_, p)| if p == 27 { 1.0 } else { 0.0 });
+        shift_randomly(&mut images, &mut Rng::new(1));
+        let neighbours = [18, 19, 20, 26, 27, 28, 34, 35, 36];
+        let mut moved = 0;
+        for row in images.rows() {
+            let lit: Vec<usize> = (0..PIXELS).filter(|&p| row[p] == 1.0).collect();
+            assert_eq!(lit.len(), 1);
+            assert!(neighbours.contains(&lit[0]), "pixel 27 went to {}", lit[0]);
+            moved += usize::from(lit[0] != 27);
+        }
+        assert!((70..130).contains(&moved), "{moved} of 200 moved");
     }
 }
