@@ -28,8 +28,6 @@ pub(crate) enum Kind {
     /// An `isize` axis, negative counting from the end: an integer literal
     /// (`-1`) or a Rust expression.
     Axis,
-    /// A `usize` axis: a non-negative integer literal or a Rust expression.
-    Index,
     /// A `bool`: `true`, `false` or a Rust expression.
     Flag,
     /// A `&[usize]` list `[d, ...]`: each entry an integer literal, a
@@ -165,7 +163,7 @@ pub(crate) const BUILTINS: &[Builtin] = &[
     row("transpose", "g_transpose", &[X], Rule::Transpose),
     row("reshape", "g_reshape", &[X, param("dims", Kind::Dims)], Rule::Reshape),
     row("slice", "g_slice", &[X, param("starts", Kind::Dims), param("stops", Kind::Dims)], Rule::Slice),
-    row("concat", "g_concat", &[A, B, param("axis", Kind::Index)], Rule::Concat),
+    row("concat", "g_concat", &[A, B, AXIS], Rule::Concat),
     // ops/softmax.rs
     row("softmax", "g_softmax", &[X, AXIS], Rule::Softmax),
     row("log_softmax", "g_log_softmax", &[X, AXIS], Rule::Softmax),

@@ -64,6 +64,13 @@ mod tape;
 mod tensor;
 mod var;
 
+/// The `ndarray` grad is built on (0.17): values and gradients are its
+/// views and parameters its arrays. Use it through this path
+/// (`use grad_runtime::ndarray::array;`) so the versions always match: an
+/// array of another ndarray release is not a [`TensorInput`], and the error
+/// then reads `ArrayBase<...>: TensorInput<f32> is not satisfied`.
+pub use ndarray;
+
 pub use batches::Minibatches;
 pub use error::{ErrorKind, GradError};
 pub use float::Float;

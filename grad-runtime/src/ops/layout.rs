@@ -7,6 +7,7 @@ use ndarray::{ArrayViewD, ArrayViewMutD, Axis, Dimension, IxDyn, Slice};
 
 use crate::error::ErrorKind;
 use crate::ops::Op;
+use crate::ops::axis::{AxisArg, normalize_axis};
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
 use crate::tensor::Tensor;
@@ -86,11 +87,13 @@ pub fn g_slice<T: Float>(tp: &mut Tape<T>, x: Var, starts: &[usize], stops: &[us
     tp.push(Op::Slice { x, starts: IxDyn(starts) }, out)
 }
 
-/// `a` and `b` joined along `axis`; every other dim must be equal.
+/// `a` and `b` joined along `axis`; every other dim must be equal. The axis
+/// is a `usize` or a signed integer that counts from the end (`-1` = last),
+/// as in [`g_softmax`](crate::g_softmax).
 ///
 /// Gradient: `g` split along `axis` at `a`'s length.
 #[track_caller]
-pub fn g_concat<T: Float>(tp: &mut Tape<T>, a: Var, b: Var, axis: usize) -> Var {
+pub fn g_concat<T: Float>(tp: &mut Tape<T>, a: Var, b: Var, axis: impl AxisArg) -> Var {
     const NAME: &str = "g_concat";
     let location = Location::caller();
     let Some([a, b]) = tp.resolve(NAME, [a, b], location) else {
@@ -101,10 +104,11 @@ pub fn g_concat<T: Float>(tp: &mut Tape<T>, a: Var, b: Var, axis: usize) -> Var 
         let kind = ErrorKind::RankMismatch { left: sa.len(), right: sb.len() };
         return tp.fail(NAME, kind, &[a, b], location);
     }
-    if axis >= sa.len() {
-        let kind = ErrorKind::Axis { axis: axis as isize, ndim: sa.len() };
+    let signed = axis.signed();
+    let Some(axis) = signed.and_then(|axis| normalize_axis(axis, sa.len())) else {
+        let kind = ErrorKind::Axis { axis: signed.unwrap_or(isize::MAX), ndim: sa.len() };
         return tp.fail(NAME, kind, &[a, b], location);
-    }
+    };
     if let Some(other) = (0..sa.len()).find(|&i| i != axis && sa[i] != sb[i]) {
         let kind = ErrorKind::ConcatDim { axis: other, left: sa[other], right: sb[other] };
         return tp.fail(NAME, kind, &[a, b], location);

@@ -77,6 +77,7 @@ export_ops! {
     dropout::{g_dropout},
 }
 
+pub use axis::AxisArg;
 use ndarray::IxDyn;
 
 use crate::Float;
