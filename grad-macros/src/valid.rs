@@ -3,12 +3,12 @@
 //! arguments, and the form of each axis, flag and dims argument. Runs over
 //! every statement, so one compile reports every misuse.
 
-use crate::ast::{Arg, Block, Callee, Expr, ExprKind};
+use crate::ast::{Arg, Block, Callee, DeclDim, Expr, ExprKind};
 use proc_macro2::Ident;
 
 use crate::builtins::{BUILTINS, Builtin, Kind};
 use crate::error::{Error, Errors, PartErrors, Result, SpanRange};
-use crate::literal::{is_integer, size};
+use crate::literal::{Size, is_integer, size};
 
 /// Checks every call in the block; each error is filed under its part.
 pub(crate) fn validate(block: &Block) -> PartErrors {
@@ -23,6 +23,9 @@ pub(crate) fn validate(block: &Block) -> PartErrors {
                 errors.keep(part, validate_call(&name.to_string(), callee, args, *method, e));
                 if let Callee::User = callee {
                     errors.keep(part, near_miss(name, e));
+                }
+                if let Callee::Builtin(builtin) = callee {
+                    errors.keep(part, undeclared_symbols(block, builtin, args, e));
                 }
             }
         });
@@ -106,6 +109,55 @@ fn arity_error(name: &str, given: usize, method: bool, rows: &[&Builtin], call: 
         message.push_str(&format!("; for the last axis write `{name}(x, -1)`"));
     }
     Error::new(call.span, message)
+}
+
+/// In a block that declares symbols, a dims-list entry written like one
+/// (capitals, digits and `_`: `D`, `SEQ`) that the block does not declare
+/// is an error: it would otherwise be read as a Rust `usize` variable, and
+/// rustc's message about it suggests a `Var`. A Rust constant of that style
+/// is written `{D}`. A block with no symbols reads every name as Rust.
+fn undeclared_symbols(block: &Block, builtin: &Builtin, args: &[Arg], call: &Expr) -> Result<()> {
+    let declared: Vec<String> = (block.decls.iter().flat_map(|d| &d.dims))
+        .filter_map(|dim| match dim {
+            DeclDim::Sym(ident) => Some(ident.to_string()),
+            _ => None,
+        })
+        .collect();
+    if declared.is_empty() {
+        return Ok(());
+    }
+    let mut errors = Errors::default();
+    for (param, arg) in builtin.params.iter().zip(args) {
+        let (Kind::Dims, Arg::Expr(Expr { kind: ExprKind::List(items), .. })) = (param.kind, arg) else { continue };
+        let mut names = Vec::new();
+        items.iter().filter_map(size).for_each(|s| names_of(&s, &mut names));
+        for name in names {
+            let text = name.to_string();
+            let symbol_like = text.starts_with(|c: char| c.is_ascii_uppercase())
+                && text.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+            if symbol_like && !declared.contains(&text) {
+                let message = format!(
+                    "`{text}` in `{call}` is not a symbol this block declares ({}): declare it in an input's \
+                     shape (`x: [.., {text}]`), or, for a Rust `usize` constant, write `{{{text}}}`",
+                    declared.join(", ")
+                );
+                errors.push(Error::new(SpanRange::single(name.span()), message));
+            }
+        }
+    }
+    errors.finish(())
+}
+
+/// The names in a dims-list entry (`B * T` has two).
+fn names_of<'a>(size: &Size<'a>, out: &mut Vec<&'a Ident>) {
+    match size {
+        Size::Name(ident) => out.push(ident),
+        Size::Product { lhs, rhs, .. } => {
+            names_of(lhs, out);
+            names_of(rhs, out);
+        }
+        Size::Literal(_) | Size::Rust(_) => {}
+    }
 }
 
 /// A call by a single name that is no built-in but one slip away from one
