@@ -34,6 +34,7 @@
 // worth it (a SIMD GEMM) may `#[allow(unsafe_code)]` in its own module,
 // documented and tested there.
 #![deny(unsafe_code)]
+#![warn(missing_docs)]
 
 // `grad!` and `#[derive(Params)]` expand to `::grad_runtime::...` paths; this
 // makes those paths resolve inside the crate too (the `nn` layers use both).
