@@ -16,6 +16,18 @@ use crate::{Float, Tape, Var};
 /// Swaps the last two axes (`[m, n]` → `[n, m]`, `[b, m, n]` → `[b, n, m]`).
 ///
 /// Gradient: `g` with its last two axes swapped back.
+///
+/// ```
+/// use grad_runtime::{g_transpose, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let x = tape.param(array![[1.0, 2.0, 3.0]]);
+/// let y = g_transpose(&mut tape, x);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![[1.0], [2.0], [3.0]].into_dyn());
+/// assert_eq!(tape.grad(x), array![[1.0, 1.0, 1.0]].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_transpose<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
     const NAME: &str = "g_transpose";
@@ -39,6 +51,18 @@ pub fn g_transpose<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
 /// element count.
 ///
 /// Gradient: `g` reshaped back to `x`'s shape.
+///
+/// ```
+/// use grad_runtime::{g_reshape, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let x = tape.param(array![[1.0, 2.0], [3.0, 4.0]]);
+/// let y = g_reshape(&mut tape, x, &[4]);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![1.0, 2.0, 3.0, 4.0].into_dyn());
+/// assert_eq!(tape.grad(x), array![[1.0, 1.0], [1.0, 1.0]].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_reshape<T: Float>(tp: &mut Tape<T>, x: Var, shape: &[usize]) -> Var {
     const NAME: &str = "g_reshape";
@@ -63,6 +87,18 @@ pub fn g_reshape<T: Float>(tp: &mut Tape<T>, x: Var, shape: &[usize]) -> Var {
 /// and one (exclusive) stop per axis, step 1.
 ///
 /// Gradient: `g` placed back at the block's position, zeros elsewhere.
+///
+/// ```
+/// use grad_runtime::{g_slice, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let x = tape.param(array![[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]);
+/// let y = g_slice(&mut tape, x, &[0, 1], &[1, 3]);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![[2.0, 3.0]].into_dyn());
+/// assert_eq!(tape.grad(x), array![[0.0, 1.0, 1.0], [0.0, 0.0, 0.0]].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_slice<T: Float>(tp: &mut Tape<T>, x: Var, starts: &[usize], stops: &[usize]) -> Var {
     const NAME: &str = "g_slice";
@@ -92,6 +128,20 @@ pub fn g_slice<T: Float>(tp: &mut Tape<T>, x: Var, starts: &[usize], stops: &[us
 /// as in [`g_softmax`](crate::g_softmax).
 ///
 /// Gradient: `g` split along `axis` at `a`'s length.
+///
+/// ```
+/// use grad_runtime::{g_concat, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let a = tape.param(array![[1.0, 2.0]]);
+/// let b = tape.param(array![[3.0]]);
+/// let y = g_concat(&mut tape, a, b, -1);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![[1.0, 2.0, 3.0]].into_dyn());
+/// assert_eq!(tape.grad(a), array![[1.0, 1.0]].into_dyn());
+/// assert_eq!(tape.grad(b), array![[1.0]].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_concat<T: Float>(tp: &mut Tape<T>, a: Var, b: Var, axis: impl AxisArg) -> Var {
     const NAME: &str = "g_concat";

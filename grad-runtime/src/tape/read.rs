@@ -51,7 +51,20 @@ impl<T: Float> Tape<T> {
     /// The gradient of the last [`backward`](Tape::backward) with respect to
     /// `v`, borrowed from the tape; zeros (of `v`'s shape) if backward never
     /// reached `v`. A bad handle gives an empty view and poisons the tape,
-    /// as in [`value`](Tape::value).
+    /// as in [`value`](Tape::value). It takes `&mut self` (the zeros are
+    /// written on demand), so hold one view at a time, or read several at
+    /// once with [`grads`](Tape::grads).
+    ///
+    /// ```
+    /// use grad_runtime::{g_mul, ndarray::array, Tape};
+    ///
+    /// let mut tape = Tape::<f64>::new();
+    /// let x = tape.param(array![1.0, 2.0]);
+    /// let y = g_mul(&mut tape, x, x);
+    /// tape.backward(y)?; // d sum(x²) / dx = 2x
+    /// assert_eq!(tape.grad(x), array![2.0, 4.0].into_dyn());
+    /// # Ok::<(), grad_runtime::GradError>(())
+    /// ```
     #[track_caller]
     pub fn grad(&mut self, v: Var) -> ArrayViewD<'_, T> {
         match self.check_or_misuse("Tape::grad", v, Location::caller()) {
@@ -74,7 +87,8 @@ impl<T: Float> Tape<T> {
     /// let loss = { let ab = g_mul(&mut tape, a, b); g_sum(&mut tape, ab) };
     /// tape.backward(loss)?;
     /// let [ga, gb] = tape.grads([a, b]);
-    /// assert_eq!((ga, gb), (array![3.0, 4.0].into_dyn(), array![1.0, 2.0].into_dyn()));
+    /// assert_eq!(ga, array![3.0, 4.0].into_dyn());
+    /// assert_eq!(gb, array![1.0, 2.0].into_dyn());
     /// # Ok::<(), grad_runtime::GradError>(())
     /// ```
     #[track_caller]
@@ -102,6 +116,15 @@ impl<T: Float> Tape<T> {
     /// more than one element or names no node, and the tape is then
     /// poisoned with the reason, as in [`value`](Tape::value);
     /// [`try_scalar`](Tape::try_scalar) returns the reason instead.
+    ///
+    /// ```
+    /// use grad_runtime::{g_sum, ndarray::array, Tape};
+    ///
+    /// let mut tape = Tape::<f32>::new();
+    /// let x = tape.param(array![1.0, 2.0]);
+    /// let loss = g_sum(&mut tape, x);
+    /// assert_eq!(tape.scalar(loss), 3.0);
+    /// ```
     #[track_caller]
     pub fn scalar(&self, v: Var) -> T {
         self.try_scalar(v).unwrap_or_else(|error| {
