@@ -252,7 +252,8 @@ pub(crate) fn link_table() -> TokenStream {
         {
             #[allow(dead_code)]
             fn every_function_exists() {
-                #(let _ = ::grad_runtime::#paths::<f32>;)*
+                // Imports, not `g_op::<f32>` paths: `g_concat`'s axis is an `impl AxisArg`.
+                #(use ::grad_runtime::#paths as _;)*
             }
             &[#((#forms, #funcs)),*] as &[(&str, &str)]
         }
