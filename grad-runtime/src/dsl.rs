@@ -80,9 +80,10 @@ impl<T: Float> From<T> for Operand<T> {
 /// [`neg`] and of a fused region's leaves; its message is what a user sees
 /// for an `f64` scalar in a block on a `Tape<f32>`.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` is neither a `Var` nor a scalar of this tape's float type `{T}`",
-    label = "a `{Self}` in a `grad!` block on a `Tape<{T}>`",
-    note = "a scalar in a `grad!` block must have the tape's float type: write `s as {T}` (or build the tape as `Tape::<{Self}>`)"
+    message = "`{Self}` is neither a `Var` nor a scalar of the tape's float type",
+    label = "a `{Self}` in a `grad!` block",
+    note = "a scalar in a `grad!` block has the tape's float type: an `f32` on a `Tape<f32>`, an `f64` on a \
+            `Tape<f64>`; convert it (`s as f32`)"
 )]
 pub trait IntoOperand<T> {
     fn into_operand(self) -> Operand<T>;
