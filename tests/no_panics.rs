@@ -66,6 +66,20 @@ fn list(rng: &mut Rng) -> Vec<usize> {
     (0..small(rng, 4)).map(|_| number(rng)).collect()
 }
 
+/// A window, stride, padding or dilation: two numbers, extreme ones included.
+fn pair(rng: &mut Rng) -> [usize; 2] {
+    [number(rng), number(rng)]
+}
+
+/// A small array of random shape (dims below 4) with elements from `element`:
+/// gather indices, masks.
+fn small_array<E>(rng: &mut Rng, mut element: impl FnMut(&mut Rng) -> E) -> ArrayD<E> {
+    let shape: Vec<usize> = (0..small(rng, 4)).map(|_| small(rng, 4)).collect();
+    let len = shape.iter().product();
+    let data = (0..len).map(|_| element(rng)).collect();
+    ArrayD::from_shape_vec(IxDyn(&shape), data).expect("the data fills the shape")
+}
+
 fn axis(rng: &mut Rng) -> isize {
     match small(rng, 20) {
         0 => isize::MIN,
@@ -136,6 +150,18 @@ fn call_op(name: &str, rng: &mut Rng, tape: &mut Tape<f64>, pick: &mut dyn FnMut
             g_layer_norm(tape, a, b, beta, s.abs())
         }
         "g_dropout" => g_dropout(tape, a, rng.uniform() * 1.2, &mut grad_runtime::Rng::new(1), small(rng, 4) > 0),
+        "g_flatten" => g_flatten(tape, a, axis(rng)),
+        "g_conv2d" => {
+            let bias = (small(rng, 2) == 0).then(|| pick(rng));
+            g_conv2d(tape, a, b, bias, pair(rng), pair(rng), pair(rng), number(rng))
+        }
+        "g_max_pool2d" => g_max_pool2d(tape, a, pair(rng), pair(rng), pair(rng)),
+        "g_avg_pool2d" => g_avg_pool2d(tape, a, pair(rng), pair(rng), pair(rng)),
+        "g_gather" => g_gather(tape, a, axis(rng), &small_array(rng, number)),
+        "g_index_select" => g_index_select(tape, a, axis(rng), &list(rng)),
+        "g_where" => g_where(tape, &small_array(rng, |rng| small(rng, 2) == 0), a, b),
+        "g_masked_fill" => g_masked_fill(tape, a, &small_array(rng, |rng| small(rng, 2) == 0), s),
+        "g_cumsum" => g_cumsum(tape, a, axis(rng)),
         _ => return None,
     })
 }

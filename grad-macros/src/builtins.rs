@@ -28,8 +28,9 @@ pub(crate) enum Kind {
     /// An `isize` axis, negative counting from the end: an integer literal
     /// (`-1`) or a Rust expression.
     Axis,
-    /// A `usize` axis: a non-negative integer literal or a Rust expression.
-    Index,
+    /// A `usize` count (conv's `groups`): a non-negative integer literal or
+    /// a Rust expression.
+    Count,
     /// A `bool`: `true`, `false` or a Rust expression.
     Flag,
     /// A `&[usize]` list `[d, ...]`: each entry an integer literal, a
@@ -169,7 +170,7 @@ pub(crate) const BUILTINS: &[Builtin] = &[
     row("reshape", "g_reshape", &[X, param("dims", Kind::Dims)], Rule::Reshape),
     row("flatten", "g_flatten", &[X, param("from_axis", Kind::Axis)], Rule::Flatten),
     row("slice", "g_slice", &[X, param("starts", Kind::Dims), param("stops", Kind::Dims)], Rule::Slice),
-    row("concat", "g_concat", &[A, B, param("axis", Kind::Index)], Rule::Concat),
+    row("concat", "g_concat", &[A, B, AXIS], Rule::Concat),
     // ops/softmax.rs
     row("softmax", "g_softmax", &[X, AXIS], Rule::Softmax),
     row("log_softmax", "g_log_softmax", &[X, AXIS], Rule::Softmax),
@@ -209,7 +210,7 @@ pub(crate) const BUILTINS: &[Builtin] = &[
             Param { name: "stride", kind: Kind::Pair, default: Some("[1, 1]") },
             Param { name: "padding", kind: Kind::Pair, default: Some("[0, 0]") },
             Param { name: "dilation", kind: Kind::Pair, default: Some("[1, 1]") },
-            Param { name: "groups", kind: Kind::Index, default: Some("1") },
+            Param { name: "groups", kind: Kind::Count, default: Some("1") },
         ],
         Rule::Conv2d,
     ),

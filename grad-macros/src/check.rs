@@ -116,7 +116,7 @@ impl Checker {
                 Kind::Scalar => {
                     self.infer(arg);
                 }
-                Kind::Axis | Kind::Index => site.ints.push(integer_value(arg)),
+                Kind::Axis | Kind::Count => site.ints.push(integer_value(arg)),
                 Kind::Flag => site.flags.push(match &arg.kind {
                     ExprKind::Bool(b) => Some(b == "true"),
                     _ => None,

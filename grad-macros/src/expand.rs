@@ -306,7 +306,7 @@ impl Expander {
                 Value::Number { typed: t, .. } | Value::Ambiguous(t) => Ok(t),
                 Value::Var(_) | Value::Flag(_) => Err(wrong("a number")),
             },
-            Kind::Axis | Kind::Index | Kind::Flag | Kind::Rust => as_written(e),
+            Kind::Axis | Kind::Count | Kind::Flag | Kind::Rust => as_written(e),
             Kind::Dims => match &e.kind {
                 ExprKind::List(items) => {
                     let dims: Vec<TokenStream> = items.iter().map(|item| self.size(item)).collect();

@@ -21,6 +21,7 @@
 //! `params/`: it reads a struct and lists its parameters by dotted path.
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 mod ast;
 mod builtins;

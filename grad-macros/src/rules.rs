@@ -337,9 +337,10 @@ fn concat(site: &Site) -> Outcome {
         return Err(message(summary, &[is(a), is(b)], None));
     }
     let Some(axis) = site.ints[0] else { return Ok(Shape::Unknown) };
-    let Some(axis) = shape::axis(axis, da.len()).filter(|_| axis >= 0) else {
+    let Some(axis) = shape::axis(axis, da.len()) else {
         let summary = format!("`{}`: axis {axis} is out of range for {}-D inputs", site.text, da.len());
-        let valid = format!("valid axes are 0 to {}", da.len() as i128 - 1);
+        let n = da.len() as i128;
+        let valid = format!("valid axes are 0 to {} (or -{n} to -1 from the end)", n - 1);
         return Err(message(summary, &[is(a), is(b), valid], None));
     };
     if let Some(other) = (0..da.len()).find(|&i| i != axis && da[i].differs(&db[i])) {

@@ -75,10 +75,42 @@ impl<T: Float> From<T> for Operand<T> {
     }
 }
 
+/// What a name the macro cannot classify may be: a `Var`, or a scalar of
+/// the tape's float type. The bound of [`add`], [`sub`], [`mul`], [`div`],
+/// [`neg`] and of a fused region's leaves; its message is what a user sees
+/// for an `f64` scalar in a block on a `Tape<f32>`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is neither a `Var` nor a scalar of the tape's float type",
+    label = "a `{Self}` in a `grad!` block",
+    note = "a scalar in a `grad!` block has the tape's float type: an `f32` on a `Tape<f32>`, an `f64` on a \
+            `Tape<f64>`; convert it (`s as f32`)"
+)]
+pub trait IntoOperand<T> {
+    fn into_operand(self) -> Operand<T>;
+}
+
+impl<T> IntoOperand<T> for Var {
+    fn into_operand(self) -> Operand<T> {
+        Operand::Var(self)
+    }
+}
+
+impl<T: Float> IntoOperand<T> for T {
+    fn into_operand(self) -> Operand<T> {
+        Operand::Scalar(self)
+    }
+}
+
+impl<T> IntoOperand<T> for Operand<T> {
+    fn into_operand(self) -> Operand<T> {
+        self
+    }
+}
+
 /// `a + b`: `g_add`, or `g_adds` with a scalar on either side.
 #[track_caller]
-pub fn add<T: Float>(tp: &mut Tape<T>, a: impl Into<Operand<T>>, b: impl Into<Operand<T>>) -> Var {
-    match (a.into(), b.into()) {
+pub fn add<T: Float>(tp: &mut Tape<T>, a: impl IntoOperand<T>, b: impl IntoOperand<T>) -> Var {
+    match (a.into_operand(), b.into_operand()) {
         (Operand::Var(a), Operand::Var(b)) => g_add(tp, a, b),
         (Operand::Var(x), Operand::Scalar(s)) | (Operand::Scalar(s), Operand::Var(x)) => g_adds(tp, x, s),
         (Operand::Scalar(a), Operand::Scalar(b)) => tp.constant(arr0(a + b)),
@@ -88,8 +120,8 @@ pub fn add<T: Float>(tp: &mut Tape<T>, a: impl Into<Operand<T>>, b: impl Into<Op
 /// `a - b`: `g_sub`, `g_adds(x, -s)` (IEEE subtraction is exactly the
 /// addition of the negation), or [`rsubs`].
 #[track_caller]
-pub fn sub<T: Float>(tp: &mut Tape<T>, a: impl Into<Operand<T>>, b: impl Into<Operand<T>>) -> Var {
-    match (a.into(), b.into()) {
+pub fn sub<T: Float>(tp: &mut Tape<T>, a: impl IntoOperand<T>, b: impl IntoOperand<T>) -> Var {
+    match (a.into_operand(), b.into_operand()) {
         (Operand::Var(a), Operand::Var(b)) => g_sub(tp, a, b),
         (Operand::Var(x), Operand::Scalar(s)) => g_adds(tp, x, -s),
         (Operand::Scalar(s), Operand::Var(x)) => rsubs(tp, s, x),
@@ -99,8 +131,8 @@ pub fn sub<T: Float>(tp: &mut Tape<T>, a: impl Into<Operand<T>>, b: impl Into<Op
 
 /// `a * b`: `g_mul`, or `g_muls` with a scalar on either side.
 #[track_caller]
-pub fn mul<T: Float>(tp: &mut Tape<T>, a: impl Into<Operand<T>>, b: impl Into<Operand<T>>) -> Var {
-    match (a.into(), b.into()) {
+pub fn mul<T: Float>(tp: &mut Tape<T>, a: impl IntoOperand<T>, b: impl IntoOperand<T>) -> Var {
+    match (a.into_operand(), b.into_operand()) {
         (Operand::Var(a), Operand::Var(b)) => g_mul(tp, a, b),
         (Operand::Var(x), Operand::Scalar(s)) | (Operand::Scalar(s), Operand::Var(x)) => g_muls(tp, x, s),
         (Operand::Scalar(a), Operand::Scalar(b)) => tp.constant(arr0(a * b)),
@@ -109,8 +141,8 @@ pub fn mul<T: Float>(tp: &mut Tape<T>, a: impl Into<Operand<T>>, b: impl Into<Op
 
 /// `a / b`: `g_div`, [`divs`] or [`rdivs`].
 #[track_caller]
-pub fn div<T: Float>(tp: &mut Tape<T>, a: impl Into<Operand<T>>, b: impl Into<Operand<T>>) -> Var {
-    match (a.into(), b.into()) {
+pub fn div<T: Float>(tp: &mut Tape<T>, a: impl IntoOperand<T>, b: impl IntoOperand<T>) -> Var {
+    match (a.into_operand(), b.into_operand()) {
         (Operand::Var(a), Operand::Var(b)) => g_div(tp, a, b),
         (Operand::Var(x), Operand::Scalar(s)) => divs(tp, x, s),
         (Operand::Scalar(s), Operand::Var(x)) => rdivs(tp, s, x),
@@ -120,8 +152,8 @@ pub fn div<T: Float>(tp: &mut Tape<T>, a: impl Into<Operand<T>>, b: impl Into<Op
 
 /// `-a`: `g_neg`, or a constant.
 #[track_caller]
-pub fn neg<T: Float>(tp: &mut Tape<T>, a: impl Into<Operand<T>>) -> Var {
-    match a.into() {
+pub fn neg<T: Float>(tp: &mut Tape<T>, a: impl IntoOperand<T>) -> Var {
+    match a.into_operand() {
         Operand::Var(x) => g_neg(tp, x),
         Operand::Scalar(s) => tp.constant(arr0(-s)),
     }

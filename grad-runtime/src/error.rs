@@ -32,6 +32,9 @@ pub struct GradError {
 }
 
 /// What was wrong. The variants carry the numbers the message quotes.
+// Each variant's rustdoc says what its fields are; a line per field would
+// repeat the field names (`left`, `right`, `axis`, `ndim`).
+#[allow(missing_docs)]
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum ErrorKind {

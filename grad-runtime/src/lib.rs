@@ -34,6 +34,7 @@
 // worth it (a SIMD GEMM) may `#[allow(unsafe_code)]` in its own module,
 // documented and tested there.
 #![deny(unsafe_code)]
+#![warn(missing_docs)]
 
 // `grad!` and `#[derive(Params)]` expand to `::grad_runtime::...` paths; this
 // makes those paths resolve inside the crate too (the `nn` layers use both).
@@ -66,6 +67,13 @@ mod size;
 mod tape;
 mod tensor;
 mod var;
+
+/// The `ndarray` grad is built on (0.17): values and gradients are its
+/// views and parameters its arrays. Use it through this path
+/// (`use grad_runtime::ndarray::array;`) so the versions always match: an
+/// array of another ndarray release is not a [`TensorInput`], and the error
+/// then reads `ArrayBase<...>: TensorInput<f32> is not satisfied`.
+pub use ndarray;
 
 pub use batches::Minibatches;
 pub use error::{ErrorKind, GradError};

@@ -53,6 +53,18 @@ pub enum Step {
     Embedding(usize, Vec<usize>),
     LayerNorm(usize, usize, usize),
     Dropout(usize, f64, u64),
+    Flatten(usize, isize),
+    Cumsum(usize, isize),
+    IndexSelect(usize, isize, Vec<usize>),
+    /// `gather(x, axis, indices)`, the indices of `x`'s shape, row-major.
+    Gather(usize, isize, Vec<usize>),
+    /// `where(mask, a, b)`, the mask of `a`'s shape, row-major.
+    Where(Vec<bool>, usize, usize),
+    MaskedFill(usize, Vec<bool>, f64),
+    /// `conv2d(x, w, b, stride, padding)` (dilation 1, one group).
+    Conv2d(usize, usize, Option<usize>, [usize; 2], [usize; 2]),
+    /// A 2-D pool, `max` or `avg`: kernel, stride, padding.
+    Pool2d(&'static str, usize, [usize; 2], [usize; 2], [usize; 2]),
 }
 
 /// The unary ops without a parameter (their `g_*` name without `g_`).
@@ -134,13 +146,13 @@ impl Graph {
         let n = self.steps.len();
         let a = r1 % n;
         let sa = self.shapes[a].clone();
-        match kind % 24 {
+        match kind % 28 {
             0..=3 => {
                 let b = self.partner(a, r2, r3);
-                let b = if kind % 24 == 3 { self.positive(b) } else { b };
+                let b = if kind % 28 == 3 { self.positive(b) } else { b };
                 let shape = broadcast(&sa, &self.shapes[b]).expect("partners broadcast");
                 let step =
-                    [Step::Add(a, b), Step::Sub(a, b), Step::Mul(a, b), Step::Div(a, b)][kind as usize % 24].clone();
+                    [Step::Add(a, b), Step::Sub(a, b), Step::Mul(a, b), Step::Div(a, b)][kind as usize % 28].clone();
                 self.push(step, shape);
             }
             4 | 5 => {
@@ -267,9 +279,82 @@ impl Graph {
                 let (gamma, beta) = (self.param(vec![d]), self.param(vec![d]));
                 self.push(Step::LayerNorm(x, gamma, beta), self.shapes[x].clone());
             }
-            _ => {
+            23 => {
                 let p = [0.0, 0.25, 0.5][r2 % 3];
                 self.push(Step::Dropout(a, p, r3 as u64), sa);
+            }
+            24 => self.along_axis(a, r2, r3),
+            25 => self.indexing(a, r2, r3),
+            26 => {
+                let mask: Vec<bool> =
+                    (0..self.len_of(a)).map(|i| (r2 >> (i % 16)) & 1 == (r3 >> (i % 7)) & 1).collect();
+                if r3.is_multiple_of(2) {
+                    let b = self.same_shape(a, r2);
+                    self.push(Step::Where(mask, a, b), sa);
+                } else {
+                    self.push(Step::MaskedFill(a, mask, 0.3), sa);
+                }
+            }
+            _ => self.image(a, r2, r3),
+        }
+    }
+
+    /// `flatten` or `cumsum` along a random axis of `a`.
+    fn along_axis(&mut self, a: usize, r2: usize, r3: usize) {
+        let x = self.at_least_1d(a);
+        let shape = self.shapes[x].clone();
+        let rank = shape.len();
+        let index = r2 % rank;
+        let axis = if r3.is_multiple_of(2) { index as isize } else { index as isize - rank as isize };
+        if r3.is_multiple_of(3) {
+            let mut out = shape[..index].to_vec();
+            out.push(shape[index..].iter().product());
+            self.push(Step::Flatten(x, axis), out);
+        } else {
+            self.push(Step::Cumsum(x, axis), shape);
+        }
+    }
+
+    /// `index_select` or `gather` along a random axis of `a`, repeats included.
+    fn indexing(&mut self, a: usize, r2: usize, r3: usize) {
+        let x = self.at_least_1d(a);
+        let shape = self.shapes[x].clone();
+        let index = r2 % shape.len();
+        let (axis, d) = (index as isize, shape[index]);
+        if r3.is_multiple_of(2) {
+            let ids: Vec<usize> = (0..1 + r3 % 4).map(|i| (r2 + 3 * i) % d).collect();
+            let mut out = shape;
+            out[index] = ids.len();
+            self.push(Step::IndexSelect(x, axis, ids), out);
+        } else {
+            let ids = (0..self.len_of(x)).map(|i| (r2 + 7 * i) % d).collect();
+            self.push(Step::Gather(x, axis, ids), shape);
+        }
+    }
+
+    /// `a` as a one-channel image `[1, 1, h, w]` through a small convolution
+    /// (with or without bias) or a max or average pool.
+    fn image(&mut self, a: usize, r2: usize, r3: usize) {
+        let m = self.as_matrix(a);
+        let (h, w) = (self.shapes[m][0], self.shapes[m][1]);
+        let x = self.push(Step::Reshape(m, vec![1, 1, h, w]), vec![1, 1, h, w]);
+        let kernel = [1 + r2 % 2, 1 + (r2 >> 1) % 2];
+        // PyTorch's limit for pools: padding at most half the kernel.
+        let padding = [(r3 % 2).min(kernel[0] / 2), ((r3 >> 1) % 2).min(kernel[1] / 2)];
+        let kernel = [kernel[0].min(h + 2 * padding[0]), kernel[1].min(w + 2 * padding[1])];
+        let stride = [1 + (r3 >> 2) % 2, 1 + (r3 >> 3) % 2];
+        let out = |size: usize, k: usize, p: usize, s: usize| (size + 2 * p - k) / s + 1;
+        let (oh, ow) = (out(h, kernel[0], padding[0], stride[0]), out(w, kernel[1], padding[1], stride[1]));
+        match r2 % 3 {
+            0 => {
+                let channels = 1 + (r3 >> 4) % 2;
+                let weight = self.param(vec![channels, 1, kernel[0], kernel[1]]);
+                let bias = (r3 >> 5).is_multiple_of(2).then(|| self.param(vec![channels]));
+                self.push(Step::Conv2d(x, weight, bias, stride, padding), vec![1, channels, oh, ow]);
+            }
+            kind => {
+                let name = if kind == 1 { "max" } else { "avg" };
+                self.push(Step::Pool2d(name, x, kernel, stride, padding), vec![1, 1, oh, ow]);
             }
         }
     }
@@ -416,6 +501,28 @@ impl Graph {
             Step::Embedding(a, ids) => g_embedding(tape, v(*a), ids),
             Step::LayerNorm(x, gamma, beta) => g_layer_norm(tape, v(*x), v(*gamma), v(*beta), s(1e-5)),
             Step::Dropout(a, p, seed) => g_dropout(tape, v(*a), s(*p), &mut grad_runtime::Rng::new(*seed), true),
+            Step::Flatten(a, axis) => g_flatten(tape, v(*a), *axis),
+            Step::Cumsum(a, axis) => g_cumsum(tape, v(*a), *axis),
+            Step::IndexSelect(a, axis, ids) => g_index_select(tape, v(*a), *axis, ids),
+            Step::Gather(a, axis, ids) => {
+                let indices = ArrayD::from_shape_vec(IxDyn(&self.shapes[*a]), ids.clone()).expect("x's shape");
+                g_gather(tape, v(*a), *axis, &indices)
+            }
+            Step::Where(mask, a, b) => {
+                let mask = ArrayD::from_shape_vec(IxDyn(&self.shapes[*a]), mask.clone()).expect("a's shape");
+                g_where(tape, &mask, v(*a), v(*b))
+            }
+            Step::MaskedFill(a, mask, value) => {
+                let mask = ArrayD::from_shape_vec(IxDyn(&self.shapes[*a]), mask.clone()).expect("a's shape");
+                g_masked_fill(tape, v(*a), &mask, s(*value))
+            }
+            Step::Conv2d(x, w, b, stride, padding) => {
+                g_conv2d(tape, v(*x), v(*w), b.map(v), *stride, *padding, [1, 1], 1)
+            }
+            Step::Pool2d(name, x, kernel, stride, padding) => match *name {
+                "max" => g_max_pool2d(tape, v(*x), *kernel, *stride, *padding),
+                _ => g_avg_pool2d(tape, v(*x), *kernel, *stride, *padding),
+            },
         }
     }
 }
@@ -447,7 +554,10 @@ pub fn operands(step: &Step) -> Vec<usize> {
         | Step::MatMul(a, b)
         | Step::Bmm(a, b)
         | Step::Concat(a, b, _)
-        | Step::Mse(a, b) => vec![a, b],
+        | Step::Mse(a, b)
+        | Step::Where(_, a, b)
+        | Step::Conv2d(a, b, None, ..) => vec![a, b],
+        Step::Conv2d(a, b, Some(c), ..) => vec![a, b, c],
         Step::LayerNorm(a, b, c) => vec![a, b, c],
         Step::Unary(_, a)
         | Step::Adds(a, _)
@@ -465,7 +575,13 @@ pub fn operands(step: &Step) -> Vec<usize> {
         | Step::LogSoftmax(a, _)
         | Step::CrossEntropy(a, _)
         | Step::Embedding(a, _)
-        | Step::Dropout(a, ..) => vec![a],
+        | Step::Dropout(a, ..)
+        | Step::Flatten(a, _)
+        | Step::Cumsum(a, _)
+        | Step::IndexSelect(a, ..)
+        | Step::Gather(a, ..)
+        | Step::MaskedFill(a, ..)
+        | Step::Pool2d(_, a, ..) => vec![a],
     }
 }
 
@@ -499,6 +615,14 @@ pub fn op_name(step: &Step) -> Option<String> {
         Step::Embedding(..) => "g_embedding",
         Step::LayerNorm(..) => "g_layer_norm",
         Step::Dropout(..) => "g_dropout",
+        Step::Flatten(..) => "g_flatten",
+        Step::Cumsum(..) => "g_cumsum",
+        Step::IndexSelect(..) => "g_index_select",
+        Step::Gather(..) => "g_gather",
+        Step::Where(..) => "g_where",
+        Step::MaskedFill(..) => "g_masked_fill",
+        Step::Conv2d(..) => "g_conv2d",
+        Step::Pool2d(name, ..) => return Some(format!("g_{name}_pool2d")),
     };
     Some(name.to_string())
 }

@@ -32,13 +32,13 @@ impl Expander {
     }
 
     /// A leaf as an `Operand`: a `Var`, or a free name that may be a
-    /// scalar where `+ - * /` read it (`Into::into` an `Operand` picks by type).
+    /// scalar where `+ - * /` read it (`IntoOperand` picks by type).
     fn leaf(&mut self, leaf: &Leaf) -> Result<TokenStream> {
         let span = leaf.expr.span.first;
         match self.operand(leaf.expr)? {
             Value::Var(t) => Ok(quote_spanned!(span=> ::grad_runtime::dsl::Operand::Var(#t))),
             Value::Ambiguous(t) if leaf.strict => Ok(quote_spanned!(span=> ::grad_runtime::dsl::Operand::Var(#t))),
-            Value::Ambiguous(t) => Ok(quote_spanned!(span=> ::core::convert::Into::into(#t))),
+            Value::Ambiguous(t) => Ok(quote_spanned!(span=> ::grad_runtime::dsl::IntoOperand::into_operand(#t))),
             Value::Number { .. } | Value::Flag(_) => {
                 Err(Error::new(leaf.expr.span, format!("`{}` is not a tensor", leaf.expr)))
             }

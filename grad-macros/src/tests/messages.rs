@@ -69,7 +69,16 @@ fn call_mistakes() {
     assert_error("tape; x.softmax()", &["counting the receiver"]);
     assert_error("tape; x.dense(w)", &["`.dense()` is not a built-in"]);
     assert_error("tape; softmax(x, 1.5)", &["`axis` of `softmax` must be an axis"]);
-    assert_error("tape; concat(a, b, -1)", &["`axis` of `concat` must be an axis: a whole number from 0"]);
+    assert_error("tape; concat(a, b, 0.5)", &["`axis` of `concat` must be an axis: a whole number"]);
+    assert_error("tape; sofmax(x, -1)", &["did you mean `softmax`?", "call it by path, as in `self::sofmax(x, -1)`"]);
+    assert_errors("tape; sigmiod(x) + laye_norm(x, g, b, 1e-5)", &["did you mean `sigmoid`?", "`layer_norm`?"]);
+    assert!(super::run("tape; self::sofmax(x, -1) + elu(x) + dense(x)").is_ok());
+    assert_error(
+        "tape; x: [B, T, 8]; reshape(x, [B * T, D])",
+        &["`D` in `reshape(x, [B * T, D])` is not a symbol this block declares (B, T)", "write `{D}`"],
+    );
+    assert!(super::run("tape; x: [B, T, 8]; reshape(x, [B * T, {D}, d, n_rows])").is_ok());
+    assert!(super::run("tape; reshape(x, [B * T, D])").is_ok());
     assert_error("tape; sum(x, 0, 1)", &["`keepdim` of `sum` must be `true` or `false`"]);
     assert_error("tape; reshape(x, 4)", &["a list of sizes in brackets"]);
     assert_error("tape; reshape(x, [2.5])", &["`dims` of `reshape` must be a list of sizes"]);

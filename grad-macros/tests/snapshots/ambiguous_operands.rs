@@ -54,10 +54,10 @@ fn expansion() {
             __tape,
             __Region0,
             [
-                ::core::convert::Into::into(lr),
-                ::core::convert::Into::into(x),
-                ::core::convert::Into::into(bias),
-                ::core::convert::Into::into(cfg.shift),
+                ::grad_runtime::dsl::IntoOperand::into_operand(lr),
+                ::grad_runtime::dsl::IntoOperand::into_operand(x),
+                ::grad_runtime::dsl::IntoOperand::into_operand(bias),
+                ::grad_runtime::dsl::IntoOperand::into_operand(cfg.shift),
             ],
             [],
         )

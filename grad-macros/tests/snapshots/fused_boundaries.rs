@@ -33,7 +33,10 @@ fn expansion() {
         let h = ::grad_runtime::dsl::fused(
             __tape,
             __Region0,
-            [::core::convert::Into::into(x), ::core::convert::Into::into(b)],
+            [
+                ::grad_runtime::dsl::IntoOperand::into_operand(x),
+                ::grad_runtime::dsl::IntoOperand::into_operand(b),
+            ],
             [],
         );
         let s = ::grad_runtime::g_sum(__tape, h);

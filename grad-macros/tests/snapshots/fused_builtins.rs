@@ -176,7 +176,7 @@ fn expansion() {
             ::grad_runtime::dsl::fused(
                 __tape,
                 __Region2,
-                [::core::convert::Into::into(x)],
+                [::grad_runtime::dsl::IntoOperand::into_operand(x)],
                 [],
             ),
         )

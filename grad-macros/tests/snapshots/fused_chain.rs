@@ -44,7 +44,7 @@ fn expansion() {
         ::grad_runtime::dsl::fused(
             __tape,
             __Region0,
-            [::core::convert::Into::into(x)],
+            [::grad_runtime::dsl::IntoOperand::into_operand(x)],
             [],
         )
     }

@@ -63,7 +63,7 @@ fn expansion() {
             __Region0,
             [
                 ::grad_runtime::dsl::Operand::Var(h),
-                ::core::convert::Into::into(b),
+                ::grad_runtime::dsl::IntoOperand::into_operand(b),
                 ::grad_runtime::dsl::Operand::Var(__t0),
             ],
             [],

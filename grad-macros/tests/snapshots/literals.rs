@@ -41,7 +41,7 @@ fn expansion() {
         let __t0 = ::grad_runtime::dsl::fused(
             __tape,
             __Region0,
-            [::core::convert::Into::into(x)],
+            [::grad_runtime::dsl::IntoOperand::into_operand(x)],
             [],
         );
         let __t1 = ::grad_runtime::dsl::sub(

@@ -34,7 +34,10 @@ fn expansion() {
         let y = ::grad_runtime::dsl::fused(
             __tape,
             __Region0,
-            [::grad_runtime::dsl::Operand::Var(__t0), ::core::convert::Into::into(b)],
+            [
+                ::grad_runtime::dsl::Operand::Var(__t0),
+                ::grad_runtime::dsl::IntoOperand::into_operand(b),
+            ],
             [],
         );
         ::grad_runtime::g_mse(__tape, y, t)

@@ -55,11 +55,11 @@ fn expansion() {
             __tape,
             __Region0,
             [
-                ::core::convert::Into::into(a),
+                ::grad_runtime::dsl::IntoOperand::into_operand(a),
                 ::grad_runtime::dsl::Operand::Var(__t1),
-                ::core::convert::Into::into(e),
-                ::core::convert::Into::into(f),
-                ::core::convert::Into::into(g),
+                ::grad_runtime::dsl::IntoOperand::into_operand(e),
+                ::grad_runtime::dsl::IntoOperand::into_operand(f),
+                ::grad_runtime::dsl::IntoOperand::into_operand(g),
             ],
             [],
         )

@@ -34,9 +34,9 @@ fn expansion() {
             __tape,
             __Region0,
             [
-                ::core::convert::Into::into(x),
-                ::core::convert::Into::into(1.0 / n as f32),
-                ::core::convert::Into::into(offsets[3]),
+                ::grad_runtime::dsl::IntoOperand::into_operand(x),
+                ::grad_runtime::dsl::IntoOperand::into_operand(1.0 / n as f32),
+                ::grad_runtime::dsl::IntoOperand::into_operand(offsets[3]),
             ],
             [],
         )

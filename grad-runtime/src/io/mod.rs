@@ -29,7 +29,7 @@
 //! - **Loads are all or nothing**: every tensor is checked (present, element
 //!   type, shape, no tensor the model lacks unless allowed, header and
 //!   offsets sound, file not cut short) before the first value is written;
-//!   any problem is a [`GradError`](crate::GradError) naming the tensor and
+//!   any problem is a [`GradError`] naming the tensor and
 //!   the difference, and leaves every parameter bit-identical.
 //! - Values are copied bit for bit, in both directions.
 //!

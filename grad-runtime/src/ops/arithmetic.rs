@@ -18,6 +18,20 @@ use crate::{Float, Tape, Var};
 /// `a + b`, broadcasting as NumPy (`[64, 10] + [10]`, `[2, 1, 3] + [4, 1]`).
 ///
 /// Gradient: `g` to both operands, summed over the axes each was broadcast along.
+///
+/// ```
+/// use grad_runtime::{g_add, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let a = tape.param(array![1.0, 2.0]);
+/// let b = tape.param(array![10.0]); // broadcast
+/// let y = g_add(&mut tape, a, b);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![11.0, 12.0].into_dyn());
+/// assert_eq!(tape.grad(a), array![1.0, 1.0].into_dyn());
+/// assert_eq!(tape.grad(b), array![2.0].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_add<T: Float>(tp: &mut Tape<T>, a: Var, b: Var) -> Var {
     binary(tp, "g_add", a, b, Op::Add, |x, y| x + y)
@@ -26,6 +40,20 @@ pub fn g_add<T: Float>(tp: &mut Tape<T>, a: Var, b: Var) -> Var {
 /// `a - b`, broadcasting as NumPy.
 ///
 /// Gradient: `g` to `a`, `-g` to `b`, each summed back to its own shape.
+///
+/// ```
+/// use grad_runtime::{g_sub, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let a = tape.param(array![1.0, 2.0]);
+/// let b = tape.param(array![10.0]);
+/// let y = g_sub(&mut tape, a, b);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![-9.0, -8.0].into_dyn());
+/// assert_eq!(tape.grad(a), array![1.0, 1.0].into_dyn());
+/// assert_eq!(tape.grad(b), array![-2.0].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_sub<T: Float>(tp: &mut Tape<T>, a: Var, b: Var) -> Var {
     binary(tp, "g_sub", a, b, Op::Sub, |x, y| x - y)
@@ -34,6 +62,20 @@ pub fn g_sub<T: Float>(tp: &mut Tape<T>, a: Var, b: Var) -> Var {
 /// `a * b` elementwise, broadcasting as NumPy.
 ///
 /// Gradient: `g * b` to `a`, `g * a` to `b`, each summed back to its own shape.
+///
+/// ```
+/// use grad_runtime::{g_mul, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let a = tape.param(array![1.0, 2.0]);
+/// let b = tape.param(array![3.0, 4.0]);
+/// let y = g_mul(&mut tape, a, b);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![3.0, 8.0].into_dyn());
+/// assert_eq!(tape.grad(a), array![3.0, 4.0].into_dyn());
+/// assert_eq!(tape.grad(b), array![1.0, 2.0].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_mul<T: Float>(tp: &mut Tape<T>, a: Var, b: Var) -> Var {
     binary(tp, "g_mul", a, b, Op::Mul, |x, y| x * y)
@@ -42,6 +84,20 @@ pub fn g_mul<T: Float>(tp: &mut Tape<T>, a: Var, b: Var) -> Var {
 /// `a / b` elementwise, broadcasting as NumPy.
 ///
 /// Gradient: `g / b` to `a`, `-g * (a / b) / b` to `b`, each summed back to its own shape.
+///
+/// ```
+/// use grad_runtime::{g_div, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let a = tape.param(array![1.0, 2.0]);
+/// let b = tape.param(array![2.0, 4.0]);
+/// let y = g_div(&mut tape, a, b);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![0.5, 0.5].into_dyn());
+/// assert_eq!(tape.grad(a), array![0.5, 0.25].into_dyn());
+/// assert_eq!(tape.grad(b), array![-0.25, -0.125].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_div<T: Float>(tp: &mut Tape<T>, a: Var, b: Var) -> Var {
     binary(tp, "g_div", a, b, Op::Div, |x, y| x / y)

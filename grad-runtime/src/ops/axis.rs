@@ -6,6 +6,48 @@ use ndarray::{Axis, IxDyn, RemoveAxis};
 
 use crate::{Float, parallel};
 
+/// An axis argument that may count from the end: a `usize` counts from
+/// the first axis, a signed integer may be negative (`-1` is the last axis),
+/// as `g_softmax` and `g_sum_axis` read theirs. [`g_concat`](crate::g_concat)
+/// takes one, so `g_concat(tp, a, b, 1)`, `g_concat(tp, a, b, -1)` and a
+/// `usize` variable all compile.
+pub trait AxisArg: Copy {
+    /// The axis as a signed number; `None` for a `usize` beyond `isize::MAX`
+    /// (no tensor has that many axes: the op reports a bad axis).
+    fn signed(self) -> Option<isize>;
+}
+
+impl AxisArg for usize {
+    fn signed(self) -> Option<isize> {
+        isize::try_from(self).ok()
+    }
+}
+
+impl AxisArg for isize {
+    fn signed(self) -> Option<isize> {
+        Some(self)
+    }
+}
+
+/// An unsuffixed literal (`-1`) is an `i32`.
+impl AxisArg for i32 {
+    fn signed(self) -> Option<isize> {
+        isize::try_from(self).ok()
+    }
+}
+
+impl AxisArg for i64 {
+    fn signed(self) -> Option<isize> {
+        isize::try_from(self).ok()
+    }
+}
+
+impl AxisArg for u32 {
+    fn signed(self) -> Option<isize> {
+        isize::try_from(self).ok()
+    }
+}
+
 /// Resolves an axis that may count from the end (`-1` = last).
 pub(crate) fn normalize_axis(axis: isize, ndim: usize) -> Option<usize> {
     let ndim_signed = ndim as isize;

@@ -21,6 +21,18 @@ use crate::{Float, Tape, Var};
 /// A target out of range is an error naming its position and value.
 ///
 /// Gradient: `g · (softmax(logits[n]) - onehot(targets[n])) / N` to row `n`.
+///
+/// ```
+/// use grad_runtime::{g_cross_entropy, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let logits = tape.param(array![[0.0, 0.0]]);
+/// let y = g_cross_entropy(&mut tape, logits, &[1]);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), ndarray::arr0(2f64.ln()).into_dyn());
+/// assert_eq!(tape.grad(logits), array![[0.5, -0.5]].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_cross_entropy<T: Float>(tp: &mut Tape<T>, logits: Var, targets: &[usize]) -> Var {
     const NAME: &str = "g_cross_entropy";

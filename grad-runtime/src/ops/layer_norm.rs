@@ -19,6 +19,21 @@ use crate::{Float, Tape, Var};
 /// Gradient, with `x̂ = (x - mean) / sqrt(var + eps)` and `ĝ = g · gamma`:
 /// `x` gets `(ĝ - mean(ĝ) - x̂ · mean(ĝ · x̂)) / sqrt(var + eps)` per row,
 /// `gamma` gets `Σ g · x̂` and `beta` gets `Σ g`, summed over rows.
+///
+/// ```
+/// use grad_runtime::{g_layer_norm, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let x = tape.param(array![[1.0, 3.0]]);
+/// let gamma = tape.param(array![1.0, 1.0]);
+/// let beta = tape.param(array![0.5, 0.5]);
+/// let y = g_layer_norm(&mut tape, x, gamma, beta, 0.0);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![[-0.5, 1.5]].into_dyn());
+/// assert_eq!(tape.grad(beta), array![1.0, 1.0].into_dyn());
+/// assert_eq!(tape.grad(gamma), array![-1.0, 1.0].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_layer_norm<T: Float>(tp: &mut Tape<T>, x: Var, gamma: Var, beta: Var, eps: T) -> Var {
     const NAME: &str = "g_layer_norm";

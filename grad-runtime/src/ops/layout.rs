@@ -8,7 +8,7 @@ use ndarray::{ArrayViewD, ArrayViewMutD, Axis, Dimension, IxDyn, Slice};
 
 use crate::error::ErrorKind;
 use crate::ops::Op;
-use crate::ops::axis::normalize_axis;
+use crate::ops::axis::{AxisArg, normalize_axis};
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
 use crate::tensor::Tensor;
@@ -17,6 +17,18 @@ use crate::{Float, Tape, Var};
 /// Swaps the last two axes (`[m, n]` → `[n, m]`, `[b, m, n]` → `[b, n, m]`).
 ///
 /// Gradient: `g` with its last two axes swapped back.
+///
+/// ```
+/// use grad_runtime::{g_transpose, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let x = tape.param(array![[1.0, 2.0, 3.0]]);
+/// let y = g_transpose(&mut tape, x);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![[1.0], [2.0], [3.0]].into_dyn());
+/// assert_eq!(tape.grad(x), array![[1.0, 1.0, 1.0]].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_transpose<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
     const NAME: &str = "g_transpose";
@@ -40,6 +52,18 @@ pub fn g_transpose<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
 /// element count.
 ///
 /// Gradient: `g` reshaped back to `x`'s shape.
+///
+/// ```
+/// use grad_runtime::{g_reshape, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let x = tape.param(array![[1.0, 2.0], [3.0, 4.0]]);
+/// let y = g_reshape(&mut tape, x, &[4]);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![1.0, 2.0, 3.0, 4.0].into_dyn());
+/// assert_eq!(tape.grad(x), array![[1.0, 1.0], [1.0, 1.0]].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_reshape<T: Float>(tp: &mut Tape<T>, x: Var, shape: &[usize]) -> Var {
     const NAME: &str = "g_reshape";
@@ -100,6 +124,18 @@ pub fn g_flatten<T: Float>(tp: &mut Tape<T>, x: Var, from_axis: isize) -> Var {
 /// and one (exclusive) stop per axis, step 1.
 ///
 /// Gradient: `g` placed back at the block's position, zeros elsewhere.
+///
+/// ```
+/// use grad_runtime::{g_slice, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let x = tape.param(array![[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]);
+/// let y = g_slice(&mut tape, x, &[0, 1], &[1, 3]);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![[2.0, 3.0]].into_dyn());
+/// assert_eq!(tape.grad(x), array![[0.0, 1.0, 1.0], [0.0, 0.0, 0.0]].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_slice<T: Float>(tp: &mut Tape<T>, x: Var, starts: &[usize], stops: &[usize]) -> Var {
     const NAME: &str = "g_slice";
@@ -124,11 +160,27 @@ pub fn g_slice<T: Float>(tp: &mut Tape<T>, x: Var, starts: &[usize], stops: &[us
     tp.push(Op::Slice { x, starts: IxDyn(starts) }, out)
 }
 
-/// `a` and `b` joined along `axis`; every other dim must be equal.
+/// `a` and `b` joined along `axis`; every other dim must be equal. The axis
+/// is a `usize` or a signed integer that counts from the end (`-1` = last),
+/// as in [`g_softmax`](crate::g_softmax).
 ///
 /// Gradient: `g` split along `axis` at `a`'s length.
+///
+/// ```
+/// use grad_runtime::{g_concat, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let a = tape.param(array![[1.0, 2.0]]);
+/// let b = tape.param(array![[3.0]]);
+/// let y = g_concat(&mut tape, a, b, -1);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![[1.0, 2.0, 3.0]].into_dyn());
+/// assert_eq!(tape.grad(a), array![[1.0, 1.0]].into_dyn());
+/// assert_eq!(tape.grad(b), array![[1.0]].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
-pub fn g_concat<T: Float>(tp: &mut Tape<T>, a: Var, b: Var, axis: usize) -> Var {
+pub fn g_concat<T: Float>(tp: &mut Tape<T>, a: Var, b: Var, axis: impl AxisArg) -> Var {
     const NAME: &str = "g_concat";
     let location = Location::caller();
     let Some([a, b]) = tp.resolve(NAME, [a, b], location) else {
@@ -139,10 +191,11 @@ pub fn g_concat<T: Float>(tp: &mut Tape<T>, a: Var, b: Var, axis: usize) -> Var 
         let kind = ErrorKind::RankMismatch { left: sa.len(), right: sb.len() };
         return tp.fail(NAME, kind, &[a, b], location);
     }
-    if axis >= sa.len() {
-        let kind = ErrorKind::Axis { axis: axis as isize, ndim: sa.len() };
+    let signed = axis.signed();
+    let Some(axis) = signed.and_then(|axis| normalize_axis(axis, sa.len())) else {
+        let kind = ErrorKind::Axis { axis: signed.unwrap_or(isize::MAX), ndim: sa.len() };
         return tp.fail(NAME, kind, &[a, b], location);
-    }
+    };
     if let Some(other) = (0..sa.len()).find(|&i| i != axis && sa[i] != sb[i]) {
         let kind = ErrorKind::ConcatDim { axis: other, left: sa[other], right: sb[other] };
         return tp.fail(NAME, kind, &[a, b], location);

@@ -29,6 +29,20 @@ use crate::{Float, Tape, Var, parallel};
 ///
 /// Gradient: `g @ bᵀ` to `a`, `aᵀ @ g` to `b`, each summed over the batch
 /// dims it was broadcast along.
+///
+/// ```
+/// use grad_runtime::{g_matmul, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let a = tape.param(array![[1.0, 2.0]]);
+/// let b = tape.param(array![[3.0], [4.0]]);
+/// let y = g_matmul(&mut tape, a, b);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![[11.0]].into_dyn());
+/// assert_eq!(tape.grad(a), array![[3.0, 4.0]].into_dyn());
+/// assert_eq!(tape.grad(b), array![[1.0], [2.0]].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_matmul<T: Float>(tp: &mut Tape<T>, a: Var, b: Var) -> Var {
     const NAME: &str = "g_matmul";
@@ -44,6 +58,19 @@ pub fn g_matmul<T: Float>(tp: &mut Tape<T>, a: Var, b: Var) -> Var {
 /// [`g_matmul`]: both must be 3-D with equal batch sizes.
 ///
 /// Gradient: `g[i] @ b[i]ᵀ` to `a[i]`, `a[i]ᵀ @ g[i]` to `b[i]`.
+///
+/// ```
+/// use grad_runtime::{g_bmm, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let a = tape.param(array![[[1.0, 2.0]], [[3.0, 4.0]]]); // [2, 1, 2]
+/// let b = tape.param(array![[[1.0], [1.0]], [[2.0], [0.0]]]); // [2, 2, 1]
+/// let y = g_bmm(&mut tape, a, b);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![[[3.0]], [[6.0]]].into_dyn());
+/// assert_eq!(tape.grad(a), array![[[1.0, 1.0]], [[2.0, 0.0]]].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_bmm<T: Float>(tp: &mut Tape<T>, a: Var, b: Var) -> Var {
     const NAME: &str = "g_bmm";

@@ -88,6 +88,7 @@ export_ops! {
     cumsum::{g_cumsum},
 }
 
+pub use axis::AxisArg;
 use ndarray::IxDyn;
 
 use crate::Float;

@@ -17,6 +17,19 @@ use crate::{Float, Tape, Var};
 /// broadcast target is a classic bug).
 ///
 /// Gradient: `g · 2 (y - t) / n` to `y` and its negation to `t`.
+///
+/// ```
+/// use grad_runtime::{g_mse, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let p = tape.param(array![1.0, 3.0]);
+/// let t = tape.constant(array![0.0, 1.0]);
+/// let y = g_mse(&mut tape, p, t);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), ndarray::arr0(2.5).into_dyn());
+/// assert_eq!(tape.grad(p), array![1.0, 2.0].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_mse<T: Float>(tp: &mut Tape<T>, y: Var, t: Var) -> Var {
     const NAME: &str = "g_mse";

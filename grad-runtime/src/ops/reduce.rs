@@ -16,6 +16,18 @@ use crate::{Float, Tape, Var, parallel, simd};
 /// The sum of every element, as a scalar (shape `[]`).
 ///
 /// Gradient: `g` (a scalar) broadcast to every element of `x`.
+///
+/// ```
+/// use grad_runtime::{g_sum, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let x = tape.param(array![[1.0, 2.0], [3.0, 4.0]]);
+/// let y = g_sum(&mut tape, x);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), ndarray::arr0(10.0).into_dyn());
+/// assert_eq!(tape.grad(x), array![[1.0, 1.0], [1.0, 1.0]].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_sum<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
     reduce_all(tp, "g_sum", x, Op::Sum, |total, _| total)
@@ -24,6 +36,18 @@ pub fn g_sum<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
 /// The mean of every element, as a scalar (shape `[]`); NaN for an empty tensor.
 ///
 /// Gradient: `g / n` to every element of `x`, where `n` is its element count.
+///
+/// ```
+/// use grad_runtime::{g_mean, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let x = tape.param(array![[1.0, 2.0], [3.0, 4.0]]);
+/// let y = g_mean(&mut tape, x);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), ndarray::arr0(2.5).into_dyn());
+/// assert_eq!(tape.grad(x), array![[0.25, 0.25], [0.25, 0.25]].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_mean<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
     reduce_all(tp, "g_mean", x, Op::Mean, |total, n| total / T::from_usize(n))
@@ -64,6 +88,18 @@ fn fill_backward<T: Float>(sink: &mut GradSink<'_, T>, x: NodeId, each: T) {
 /// the reduced axis as a dim of 1.
 ///
 /// Gradient: `g` broadcast back along the reduced axis.
+///
+/// ```
+/// use grad_runtime::{g_sum_axis, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let x = tape.param(array![[1.0, 2.0], [3.0, 4.0]]);
+/// let y = g_sum_axis(&mut tape, x, -1, false);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![3.0, 7.0].into_dyn());
+/// assert_eq!(tape.grad(x), array![[1.0, 1.0], [1.0, 1.0]].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_sum_axis<T: Float>(tp: &mut Tape<T>, x: Var, axis: isize, keepdim: bool) -> Var {
     reduce_axis(tp, Reduction::Sum, x, axis, keepdim)
@@ -73,6 +109,18 @@ pub fn g_sum_axis<T: Float>(tp: &mut Tape<T>, x: Var, axis: isize, keepdim: bool
 /// the reduced axis as a dim of 1. NaN over an axis of length 0.
 ///
 /// Gradient: `g / n` broadcast back along the reduced axis of length `n`.
+///
+/// ```
+/// use grad_runtime::{g_mean_axis, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let x = tape.param(array![[1.0, 2.0], [3.0, 4.0]]);
+/// let y = g_mean_axis(&mut tape, x, 0, true);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![[2.0, 3.0]].into_dyn());
+/// assert_eq!(tape.grad(x), array![[0.5, 0.5], [0.5, 0.5]].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_mean_axis<T: Float>(tp: &mut Tape<T>, x: Var, axis: isize, keepdim: bool) -> Var {
     reduce_axis(tp, Reduction::Mean, x, axis, keepdim)
@@ -85,6 +133,18 @@ pub fn g_mean_axis<T: Float>(tp: &mut Tape<T>, x: Var, axis: isize, keepdim: boo
 /// Gradient: `g` to the lane's arg-max, 0 elsewhere. Among tied maxima the
 /// FIRST one gets the whole gradient (PyTorch's `max(dim)` picks an
 /// unspecified one; `amax` would split it evenly).
+///
+/// ```
+/// use grad_runtime::{g_max_axis, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let x = tape.param(array![[1.0, 5.0], [3.0, 4.0]]);
+/// let y = g_max_axis(&mut tape, x, -1, false);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![5.0, 4.0].into_dyn());
+/// assert_eq!(tape.grad(x), array![[0.0, 1.0], [0.0, 1.0]].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_max_axis<T: Float>(tp: &mut Tape<T>, x: Var, axis: isize, keepdim: bool) -> Var {
     reduce_axis(tp, Reduction::Max, x, axis, keepdim)

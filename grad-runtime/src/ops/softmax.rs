@@ -19,6 +19,18 @@ use crate::{Float, Tape, Var, simd};
 /// the end, `-1` = last).
 ///
 /// Gradient: `y * (g - sum(g * y))`, the sum taken along `axis`.
+///
+/// ```
+/// use grad_runtime::{g_softmax, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let x = tape.param(array![[0.0, 0.0]]);
+/// let y = g_softmax(&mut tape, x, -1);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![[0.5, 0.5]].into_dyn());
+/// assert_eq!(tape.grad(x), array![[0.0, 0.0]].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_softmax<T: Float>(tp: &mut Tape<T>, x: Var, axis: isize) -> Var {
     along_axis(tp, "g_softmax", x, axis, |x, axis| Op::Softmax { x, axis }, softmax_row)
@@ -29,6 +41,18 @@ pub fn g_softmax<T: Float>(tp: &mut Tape<T>, x: Var, axis: isize) -> Var {
 /// finite size.
 ///
 /// Gradient: `g - softmax(x) * sum(g)`, the sum taken along `axis`.
+///
+/// ```
+/// use grad_runtime::{g_log_softmax, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let x = tape.param(array![[0.0, 0.0]]);
+/// let y = g_log_softmax(&mut tape, x, -1);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![[-(2f64.ln()), -(2f64.ln())]].into_dyn());
+/// assert_eq!(tape.grad(x), array![[0.0, 0.0]].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_log_softmax<T: Float>(tp: &mut Tape<T>, x: Var, axis: isize) -> Var {
     along_axis(tp, "g_log_softmax", x, axis, |x, axis| Op::LogSoftmax { x, axis }, log_softmax_row)

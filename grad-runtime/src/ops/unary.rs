@@ -303,54 +303,162 @@ simd::multiversion! {
 }
 
 /// `-x`. Gradient: `-g`.
+///
+/// ```
+/// use grad_runtime::{g_neg, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let x = tape.param(array![1.0, -2.0]);
+/// let y = g_neg(&mut tape, x);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![-1.0, 2.0].into_dyn());
+/// assert_eq!(tape.grad(x), array![-1.0, -1.0].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_neg<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
     unary(tp, x, Unary::Neg)
 }
 
 /// `x + s` for a scalar `s`. Gradient: `g`.
+///
+/// ```
+/// use grad_runtime::{g_adds, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let x = tape.param(array![1.0, -2.0]);
+/// let y = g_adds(&mut tape, x, 0.5);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![1.5, -1.5].into_dyn());
+/// assert_eq!(tape.grad(x), array![1.0, 1.0].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_adds<T: Float>(tp: &mut Tape<T>, x: Var, s: T) -> Var {
     unary(tp, x, Unary::AddScalar(s))
 }
 
 /// `x * s` for a scalar `s`. Gradient: `g * s`.
+///
+/// ```
+/// use grad_runtime::{g_muls, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let x = tape.param(array![1.0, -2.0]);
+/// let y = g_muls(&mut tape, x, 3.0);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![3.0, -6.0].into_dyn());
+/// assert_eq!(tape.grad(x), array![3.0, 3.0].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_muls<T: Float>(tp: &mut Tape<T>, x: Var, s: T) -> Var {
     unary(tp, x, Unary::MulScalar(s))
 }
 
 /// `max(x, 0)`. Gradient: `g` where `x > 0`, else 0 (0 at the kink, as PyTorch).
+///
+/// ```
+/// use grad_runtime::{g_relu, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let x = tape.param(array![-1.0, 2.0]);
+/// let y = g_relu(&mut tape, x);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![0.0, 2.0].into_dyn());
+/// assert_eq!(tape.grad(x), array![0.0, 1.0].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_relu<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
     unary(tp, x, Unary::Relu)
 }
 
 /// `1 / (1 + exp(-x))`, computed without overflow. Gradient: `g * y * (1 - y)`.
+///
+/// ```
+/// use grad_runtime::{g_sigmoid, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let x = tape.param(array![0.0]);
+/// let y = g_sigmoid(&mut tape, x);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![0.5].into_dyn());
+/// assert_eq!(tape.grad(x), array![0.25].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_sigmoid<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
     unary(tp, x, Unary::Sigmoid)
 }
 
 /// `tanh(x)`. Gradient: `g * (1 - y²)`.
+///
+/// ```
+/// use grad_runtime::{g_tanh, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let x = tape.param(array![0.0]);
+/// let y = g_tanh(&mut tape, x);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![0.0].into_dyn());
+/// assert_eq!(tape.grad(x), array![1.0].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_tanh<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
     unary(tp, x, Unary::Tanh)
 }
 
 /// `exp(x)`. Gradient: `g * y`.
+///
+/// ```
+/// use grad_runtime::{g_exp, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let x = tape.param(array![0.0]);
+/// let y = g_exp(&mut tape, x);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![1.0].into_dyn());
+/// assert_eq!(tape.grad(x), array![1.0].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_exp<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
     unary(tp, x, Unary::Exp)
 }
 
 /// Natural logarithm (NaN below 0, `-inf` at 0, as IEEE). Gradient: `g / x`.
+///
+/// ```
+/// use grad_runtime::{g_log, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let x = tape.param(array![1.0, 4.0]);
+/// let y = g_log(&mut tape, x);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![0.0, 4f64.ln()].into_dyn());
+/// assert_eq!(tape.grad(x), array![1.0, 0.25].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_log<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
     unary(tp, x, Unary::Log)
 }
 
 /// Square root (NaN below 0). Gradient: `g / (2 y)`.
+///
+/// ```
+/// use grad_runtime::{g_sqrt, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let x = tape.param(array![4.0]);
+/// let y = g_sqrt(&mut tape, x);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![2.0].into_dyn());
+/// assert_eq!(tape.grad(x), array![0.25].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_sqrt<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
     unary(tp, x, Unary::Sqrt)
@@ -358,18 +466,54 @@ pub fn g_sqrt<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
 
 /// `x^p` for a scalar exponent `p` (IEEE `powf`: NaN for a negative `x`
 /// and non-integer `p`). Gradient: `g · p · x^(p-1)`.
+///
+/// ```
+/// use grad_runtime::{g_pow, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let x = tape.param(array![3.0]);
+/// let y = g_pow(&mut tape, x, 2.0);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![9.0].into_dyn());
+/// assert_eq!(tape.grad(x), array![6.0].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_pow<T: Float>(tp: &mut Tape<T>, x: Var, p: T) -> Var {
     unary(tp, x, Unary::Pow(p))
 }
 
 /// `|x|`. Gradient: `g · sign(x)`, 0 at 0 (as PyTorch).
+///
+/// ```
+/// use grad_runtime::{g_abs, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let x = tape.param(array![-3.0, 2.0]);
+/// let y = g_abs(&mut tape, x);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![3.0, 2.0].into_dyn());
+/// assert_eq!(tape.grad(x), array![-1.0, 1.0].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_abs<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
     unary(tp, x, Unary::Abs)
 }
 
 /// `x` above 0, `slope · x` at and below. Gradient: `g`, or `g · slope` at and below 0.
+///
+/// ```
+/// use grad_runtime::{g_leaky_relu, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let x = tape.param(array![-2.0, 3.0]);
+/// let y = g_leaky_relu(&mut tape, x, 0.25);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![-0.5, 3.0].into_dyn());
+/// assert_eq!(tape.grad(x), array![0.25, 1.0].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_leaky_relu<T: Float>(tp: &mut Tape<T>, x: Var, slope: T) -> Var {
     unary(tp, x, Unary::LeakyRelu(slope))
@@ -378,12 +522,36 @@ pub fn g_leaky_relu<T: Float>(tp: &mut Tape<T>, x: Var, slope: T) -> Var {
 /// GELU, tanh approximation: `0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))`
 /// (PyTorch's `gelu(x, approximate="tanh")`, not the exact erf form).
 /// Gradient: `g · (0.5 (1 + t) + 0.5 x (1 - t²) √(2/π) (1 + 3 · 0.044715 x²))`, `t` the tanh.
+///
+/// ```
+/// use grad_runtime::{g_gelu, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let x = tape.param(array![0.0]);
+/// let y = g_gelu(&mut tape, x);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![0.0].into_dyn());
+/// assert_eq!(tape.grad(x), array![0.5].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_gelu<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
     unary(tp, x, Unary::Gelu)
 }
 
 /// SiLU (swish): `x · sigmoid(x)`. Gradient: `g · s (1 + x (1 - s))`, `s = sigmoid(x)`.
+///
+/// ```
+/// use grad_runtime::{g_silu, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let x = tape.param(array![0.0]);
+/// let y = g_silu(&mut tape, x);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![0.0].into_dyn());
+/// assert_eq!(tape.grad(x), array![0.5].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_silu<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
     unary(tp, x, Unary::Silu)
@@ -391,6 +559,18 @@ pub fn g_silu<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
 
 /// `log(1 + exp(x))`, computed as `max(x, 0) + log1p(exp(-|x|))`: never
 /// overflows, exact for large `|x|`. Gradient: `g · sigmoid(x)`.
+///
+/// ```
+/// use grad_runtime::{g_softplus, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let x = tape.param(array![0.0]);
+/// let y = g_softplus(&mut tape, x);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![2f64.ln()].into_dyn());
+/// assert_eq!(tape.grad(x), array![0.5].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_softplus<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
     unary(tp, x, Unary::Softplus)
@@ -398,6 +578,18 @@ pub fn g_softplus<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
 
 /// `min(max(x, lo), hi)`; `lo <= hi` is required (else an error).
 /// Gradient: `g` where `lo <= x <= hi` (bounds included, as PyTorch), 0 elsewhere.
+///
+/// ```
+/// use grad_runtime::{g_clamp, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let x = tape.param(array![-2.0, 0.5, 3.0]);
+/// let y = g_clamp(&mut tape, x, -1.0, 1.0);
+/// tape.backward(y)?; // the gradient of sum(y)
+/// assert_eq!(tape.value(y), array![-1.0, 0.5, 1.0].into_dyn());
+/// assert_eq!(tape.grad(x), array![0.0, 1.0, 0.0].into_dyn());
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
 #[track_caller]
 pub fn g_clamp<T: Float>(tp: &mut Tape<T>, x: Var, lo: T, hi: T) -> Var {
     if lo.is_nan() || hi.is_nan() || lo > hi {

@@ -29,6 +29,18 @@ impl<T: Float> Tape<T> {
     /// backward rule that makes a gradient non-finite stops the walk: the
     /// error names that rule's op and poisons the tape, so no optimizer
     /// step uses the partial gradients.
+    ///
+    /// ```
+    /// use grad_runtime::{g_mul, g_sum, ndarray::array, Tape};
+    ///
+    /// let mut tape = Tape::<f64>::new();
+    /// let w = tape.param(array![3.0]);
+    /// let x = tape.constant(array![2.0]);
+    /// let loss = { let wx = g_mul(&mut tape, w, x); g_sum(&mut tape, wx) };
+    /// tape.backward(loss)?;
+    /// assert_eq!((tape.scalar(loss), tape.grad(w)[0]), (6.0, 2.0));
+    /// # Ok::<(), grad_runtime::GradError>(())
+    /// ```
     #[track_caller]
     pub fn backward(&mut self, loss: Var) -> Result<(), GradError> {
         self.backward_seeded(loss, None, Location::caller())

@@ -126,6 +126,17 @@ impl<T: Float> Tape<T> {
     ///
     /// A [`TensorInput`] whose shape no tensor can have (see
     /// [`ErrorKind::TooLarge`]) poisons the tape and gives a poisoned `Var`.
+    ///
+    /// ```
+    /// use grad_runtime::{g_muls, ndarray::array, Tape};
+    ///
+    /// let mut tape = Tape::<f32>::new();
+    /// let w = tape.param(array![[1.0, 2.0]]);
+    /// let y = g_muls(&mut tape, w, 3.0);
+    /// tape.backward(y)?;
+    /// assert_eq!(tape.grad(w), array![[3.0, 3.0]].into_dyn());
+    /// # Ok::<(), grad_runtime::GradError>(())
+    /// ```
     #[track_caller]
     pub fn param(&mut self, t: impl TensorInput<T>) -> Var {
         self.copy_in("Tape::param", Op::Param, t)
@@ -133,6 +144,17 @@ impl<T: Float> Tape<T> {
 
     /// Copies `t` onto the tape as a constant (inputs, targets): no gradient
     /// is computed for it or for anything computed from constants alone.
+    ///
+    /// ```
+    /// use grad_runtime::{g_mul, ndarray::array, Tape};
+    ///
+    /// let mut tape = Tape::<f32>::new();
+    /// let (w, x) = (tape.param(array![2.0]), tape.constant(array![5.0]));
+    /// let y = g_mul(&mut tape, w, x);
+    /// tape.backward(y)?;
+    /// assert_eq!((tape.grad(w)[0], tape.grad(x)[0]), (5.0, 0.0));
+    /// # Ok::<(), grad_runtime::GradError>(())
+    /// ```
     #[track_caller]
     pub fn constant(&mut self, t: impl TensorInput<T>) -> Var {
         self.copy_in("Tape::constant", Op::Constant, t)

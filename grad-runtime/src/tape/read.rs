@@ -51,13 +51,58 @@ impl<T: Float> Tape<T> {
     /// The gradient of the last [`backward`](Tape::backward) with respect to
     /// `v`, borrowed from the tape; zeros (of `v`'s shape) if backward never
     /// reached `v`. A bad handle gives an empty view and poisons the tape,
-    /// as in [`value`](Tape::value).
+    /// as in [`value`](Tape::value). It takes `&mut self` (the zeros are
+    /// written on demand), so hold one view at a time, or read several at
+    /// once with [`grads`](Tape::grads).
+    ///
+    /// ```
+    /// use grad_runtime::{g_mul, ndarray::array, Tape};
+    ///
+    /// let mut tape = Tape::<f64>::new();
+    /// let x = tape.param(array![1.0, 2.0]);
+    /// let y = g_mul(&mut tape, x, x);
+    /// tape.backward(y)?; // d sum(x²) / dx = 2x
+    /// assert_eq!(tape.grad(x), array![2.0, 4.0].into_dyn());
+    /// # Ok::<(), grad_runtime::GradError>(())
+    /// ```
     #[track_caller]
     pub fn grad(&mut self, v: Var) -> ArrayViewD<'_, T> {
         match self.check_or_misuse("Tape::grad", v, Location::caller()) {
             Some(id) => self.grad_view(id),
             None => empty_view(),
         }
+    }
+
+    /// The gradients of several handles at once, borrowed together:
+    /// [`grad`](Tape::grad) takes `&mut self` (an untouched node's zeros
+    /// are written on demand), so two of its views cannot be held at the
+    /// same time; this gives them all in one borrow. Each is what `grad`
+    /// gives, a bad handle included (an empty view, the tape poisoned).
+    ///
+    /// ```
+    /// use grad_runtime::{g_mul, g_sum, ndarray::array, Tape};
+    ///
+    /// let mut tape = Tape::<f64>::new();
+    /// let (a, b) = (tape.param(array![1.0, 2.0]), tape.param(array![3.0, 4.0]));
+    /// let loss = { let ab = g_mul(&mut tape, a, b); g_sum(&mut tape, ab) };
+    /// tape.backward(loss)?;
+    /// let [ga, gb] = tape.grads([a, b]);
+    /// assert_eq!(ga, array![3.0, 4.0].into_dyn());
+    /// assert_eq!(gb, array![1.0, 2.0].into_dyn());
+    /// # Ok::<(), grad_runtime::GradError>(())
+    /// ```
+    #[track_caller]
+    pub fn grads<const N: usize>(&mut self, vars: [Var; N]) -> [ArrayViewD<'_, T>; N] {
+        let location = Location::caller();
+        let ids = vars.map(|v| self.check_or_misuse("Tape::grads", v, location));
+        // The zeros of the largest untouched node serve every untouched one.
+        let untouched = ids.iter().flatten().filter(|&&id| self.grads[id].is_none());
+        let needed = untouched.map(|&id| self.nodes[id].value.len()).max().unwrap_or(0);
+        if self.zeros.len() < needed {
+            self.zeros.resize(needed, T::zero());
+        }
+        let this = &*self;
+        ids.map(|id| id.map_or_else(empty_view, |id| this.grad_or_zeros(id)))
     }
 
     /// The gradient of `v`, or why the handle names no node (the tape is not poisoned).
@@ -71,6 +116,15 @@ impl<T: Float> Tape<T> {
     /// more than one element or names no node, and the tape is then
     /// poisoned with the reason, as in [`value`](Tape::value);
     /// [`try_scalar`](Tape::try_scalar) returns the reason instead.
+    ///
+    /// ```
+    /// use grad_runtime::{g_sum, ndarray::array, Tape};
+    ///
+    /// let mut tape = Tape::<f32>::new();
+    /// let x = tape.param(array![1.0, 2.0]);
+    /// let loss = g_sum(&mut tape, x);
+    /// assert_eq!(tape.scalar(loss), 3.0);
+    /// ```
     #[track_caller]
     pub fn scalar(&self, v: Var) -> T {
         self.try_scalar(v).unwrap_or_else(|error| {
@@ -109,15 +163,22 @@ impl<T: Float> Tape<T> {
     }
 
     fn grad_view(&mut self, id: NodeId) -> ArrayViewD<'_, T> {
+        let len = self.nodes[id].value.len();
+        if self.grads[id].is_none() && self.zeros.len() < len {
+            self.zeros.resize(len, T::zero());
+        }
+        self.grad_or_zeros(id)
+    }
+
+    /// The node's gradient, or zeros of its shape from the zeros buffer,
+    /// which the caller has sized to it.
+    fn grad_or_zeros(&self, id: NodeId) -> ArrayViewD<'_, T> {
         if let Some(grad) = &self.grads[id] {
             return grad.view();
         }
         let value = &self.nodes[id].value;
-        if self.zeros.len() < value.len() {
-            self.zeros.resize(value.len(), T::zero());
-        }
         ArrayViewD::from_shape(value.shape.clone(), &self.zeros[..value.len()])
-            .expect("invariant: the zeros buffer was just sized to the node, whose shape was checked when it was made")
+            .expect("invariant: the zeros buffer was sized to the node, whose shape was checked when it was made")
     }
 }
 

@@ -26,18 +26,31 @@ pub enum Src {
 /// An elementwise built-in, named for its op (`Relu` is `g_relu`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Func {
+    /// `g_relu`.
     Relu,
+    /// `g_sigmoid`.
     Sigmoid,
+    /// `g_tanh`.
     Tanh,
+    /// `g_exp`.
     Exp,
+    /// `g_log`.
     Log,
+    /// `g_sqrt`.
     Sqrt,
+    /// `g_abs`.
     Abs,
+    /// `g_gelu`.
     Gelu,
+    /// `g_silu`.
     Silu,
+    /// `g_softplus`.
     Softplus,
+    /// `g_pow`.
     Pow,
+    /// `g_leaky_relu`.
     LeakyRelu,
+    /// `g_clamp`.
     Clamp,
 }
 
@@ -87,6 +100,7 @@ pub enum StepOp {
 /// One operation of a region.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Step {
+    /// What the step computes.
     pub op: StepOp,
     /// The tensor operand (the left one of `+ - * /`).
     pub a: Src,
