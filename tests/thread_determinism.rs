@@ -21,9 +21,12 @@ fn run(threads: usize) -> Vec<ArrayD<f32>> {
     assert_eq!(num_threads(), threads);
     let mut rng = Rng::new(17);
     let mut tape = Tape::<f32>::new();
-    let x = tape.param(rng.normal_array(&[128, 512]).mapv(|v| v as f32));
-    let w = tape.param(rng.normal_array(&[512, 256]).mapv(|v| v as f32 * 0.05));
-    let b = tape.param(rng.normal_array(&[256]).mapv(|v| v as f32));
+    let x = tape.param(rng.normal_array(&[320, 512]).mapv(|v| v as f32));
+    let w = tape.param(rng.normal_array(&[512, 512]).mapv(|v| v as f32 * 0.05));
+    let b = tape.param(rng.normal_array(&[512]).mapv(|v| v as f32));
+    // A batch of products each too small to split, shared out by product.
+    let [qa, qb] = [(); 2].map(|_| tape.param(rng.normal_array(&[16, 64, 64]).mapv(|v| v as f32)));
+    let batched = g_bmm(&mut tape, qa, qb);
     let s = g_sigmoid(&mut tape, x);
     let sx = g_mul(&mut tape, s, x);
     let t = g_tanh(&mut tape, sx);
@@ -40,11 +43,14 @@ fn run(threads: usize) -> Vec<ArrayD<f32>> {
     // Fused regions: by rows (`b` broadcast), and a folded sum.
     let f = grad!(tape; gelu(h + b) * 0.5 - z / 4.0);
     let folded = grad!(tape; sum(sigmoid(x) * x));
-    let loss = grad!(tape; loss + sum(f * f) + folded);
+    let loss = grad!(tape; loss + sum(f * f) + folded + sum(batched * batched));
     tape.backward(loss).expect("the graph is well formed");
     let mut out: Vec<ArrayD<f32>> =
-        [s, sx, t, h, z, e, p, l, m, f, folded, loss].iter().map(|&v| tape.value(v).to_owned()).collect();
-    out.extend([x, w, b].iter().map(|&v| tape.grad(v).to_owned()));
+        [s, sx, t, h, z, e, p, l, m, f, folded, batched, loss].iter().map(|&v| tape.value(v).to_owned()).collect();
+    out.extend([x, w, b, qa, qb].iter().map(|&v| tape.grad(v).to_owned()));
+    for v in [qa, qb] {
+        tape.freeze(v).expect("a parameter of this tape");
+    }
     let mut adam = Adam::new(1e-2);
     let mut adamw = AdamW::new(1e-2);
     adam.add(&tape, x, 1e-4).unwrap();

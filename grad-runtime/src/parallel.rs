@@ -20,9 +20,11 @@ use crate::error::{ErrorKind, GradError};
 static POOL: RwLock<Option<Arc<rayon::ThreadPool>>> = RwLock::new(None);
 
 /// Below this many elements an elementwise kernel stays on the caller's
-/// thread: measured on 2 cores, a parallel pass over fewer costs more in
-/// hand-off than it saves (see `benches/README.md`).
-pub(crate) const MIN_PARALLEL_ELEMENTS: usize = 1 << 15;
+/// thread. Handing work to the pool and waiting for it costs 17 µs when the
+/// workers are awake and 40 to 60 µs once they sleep (measured on a 2-core
+/// VM, see `benches/README.md`), so a pass must take well over that alone:
+/// at 2^15 elements W4's ops ran slower on two threads than on one.
+pub(crate) const MIN_PARALLEL_ELEMENTS: usize = 1 << 17;
 
 /// The piece of an elementwise pass one thread takes at a time: large
 /// enough to amortise the hand-off, small enough to balance two cores.

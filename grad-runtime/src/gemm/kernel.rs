@@ -40,7 +40,15 @@ pub(super) fn store<T: Float, const MR: usize, const NR: usize>(
 ) {
     for (i, tile_row) in tile.iter().enumerate().take(rows) {
         let c = &mut c_rows[i * n + col..i * n + col + cols];
-        if add {
+        // A whole row of the tile has a length the compiler knows, so it
+        // moves it in vector registers instead of calling `memcpy`.
+        if let Ok(c) = <&mut [T; NR]>::try_from(&mut *c) {
+            if add {
+                c.iter_mut().zip(tile_row).for_each(|(c, &t)| *c += t);
+            } else {
+                *c = *tile_row;
+            }
+        } else if add {
             c.iter_mut().zip(tile_row).for_each(|(c, &t)| *c += t);
         } else {
             c.copy_from_slice(&tile_row[..cols]);

@@ -37,8 +37,13 @@ pub(crate) const KC: usize = 256;
 const NC: usize = 4096;
 
 /// Below this many multiply-adds a product stays on one thread: handing
-/// rows to another costs more than it saves (measured, see benches/README.md).
-const MIN_PARALLEL_FLOPS: usize = 1 << 20;
+/// rows to another costs more than it saves (40 µs or so; W4's 512×64×64
+/// products, 2^21, ran slower on two threads, W1's 64×784×256 faster; see
+/// `parallel.rs` and benches/README.md).
+pub(crate) const MIN_PARALLEL_FLOPS: usize = 1 << 22;
+
+/// Below this many elements a block of `b` is packed on one thread.
+const MIN_PARALLEL_PACK: usize = 1 << 18;
 
 /// A matrix in a buffer: element `(i, j)` at `data[i * row_stride + j * col_stride]`.
 #[derive(Clone, Copy, Debug)]
@@ -128,7 +133,8 @@ fn blocked<T: Float, const MR: usize, const NR: usize>(
     scratch: &mut [T],
 ) {
     let (m, k, n) = (a.rows, a.cols, b.cols);
-    let parallel = m * n * k >= MIN_PARALLEL_FLOPS && m > MR && parallel::num_threads() > 1;
+    let threads = parallel::num_threads();
+    let parallel = m.saturating_mul(n).saturating_mul(k) >= MIN_PARALLEL_FLOPS && m > MR && threads > 1;
     let m_padded = m.div_ceil(MR) * MR;
     for jc in (0..n).step_by(NC) {
         let nc = NC.min(n - jc);
@@ -137,18 +143,19 @@ fn blocked<T: Float, const MR: usize, const NR: usize>(
             let kc = KC.min(k - pc);
             let (packed_a, rest) = scratch.split_at_mut(m_padded * kc);
             let packed_b = &mut rest[..nc_padded * kc];
-            pack::b_panels::<T, NR>(b, pc, kc, jc, nc, packed_b, parallel);
-            pack::a_panels::<T, MR>(a, pc, kc, packed_a, parallel);
+            pack::b_panels::<T, NR>(b, pc, kc, jc, nc, packed_b, parallel && nc * kc >= MIN_PARALLEL_PACK);
             // The first block of k writes `c` unless accumulating; later ones add.
             let add = accumulate || pc > 0;
-            let (packed_a, packed_b) = (&*packed_a, &*packed_b);
-            let rows = |first_panel: usize, c_rows: &mut [T]| {
-                let panels = c_rows.len().div_ceil(n * MR).max(1);
-                for ir in 0..panels {
+            let packed_b = &*packed_b;
+            // The rows of `c` from panel `first_panel` on, with room to pack their panels of `a`.
+            let rows = |first_panel: usize, c_rows: &mut [T], packed_a: &mut [T]| {
+                let panels = c_rows.len().div_ceil(n * MR);
+                let packed_a = &mut packed_a[..panels * MR * kc];
+                pack::a_panels::<T, MR>(a, pc, kc, first_panel, packed_a);
+                for (ir, a_panel) in packed_a.chunks_exact(MR * kc).enumerate() {
                     let i0 = (first_panel + ir) * MR;
                     let rows_here = MR.min(m - i0);
                     let c_tile_rows = &mut c_rows[ir * MR * n..(ir * MR + rows_here) * n];
-                    let a_panel = &packed_a[(first_panel + ir) * MR * kc..][..MR * kc];
                     for jr in 0..nc_padded / NR {
                         let b_panel = &packed_b[jr * NR * kc..][..NR * kc];
                         let tile = kernel::tile::<T, MR, NR>(kc, a_panel, b_panel);
@@ -158,17 +165,82 @@ fn blocked<T: Float, const MR: usize, const NR: usize>(
                 }
             };
             if parallel {
-                // Whole panels of MR rows to each piece; pieces are
-                // independent rows of `c`, so the split changes no value.
-                let panels_per_piece = (m_padded / MR).div_ceil(4 * parallel::num_threads()).max(1);
+                // Whole panels of MR rows to each piece, which packs its own
+                // panels of `a` and computes its rows of `c`: one hand-off per
+                // block of k. Pieces are independent rows of `c`, so the split
+                // changes no value.
+                let per_piece = (m_padded / MR).div_ceil(4 * threads).max(1);
                 parallel::run(true, || {
-                    c.par_chunks_mut(panels_per_piece * MR * n)
+                    c.par_chunks_mut(per_piece * MR * n)
+                        .zip(packed_a.par_chunks_mut(per_piece * MR * kc))
                         .enumerate()
-                        .for_each(|(piece, c_rows)| rows(piece * panels_per_piece, c_rows));
+                        .for_each(|(piece, (c_rows, packed_a))| rows(piece * per_piece, c_rows, packed_a));
                 });
             } else {
-                rows(0, c);
+                rows(0, c, packed_a);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Small integers, so that every product and partial sum is exact and
+    /// any summation order gives the same bits: results compare with `==`.
+    fn integers<T: Float>(len: usize, seed: u64) -> Vec<T> {
+        let mut state = seed;
+        (0..len)
+            .map(|_| {
+                state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                T::from((state >> 33) % 7).expect("a small integer") - T::from(3).expect("3")
+            })
+            .collect()
+    }
+
+    fn naive<T: Float>(a: MatRef<'_, T>, b: MatRef<'_, T>) -> Vec<T> {
+        let mut c = vec![T::zero(); a.rows * b.cols];
+        for i in 0..a.rows {
+            for j in 0..b.cols {
+                c[i * b.cols + j] = (0..a.cols).fold(T::zero(), |s, p| s + *a.at(i, p) * *b.at(p, j));
+            }
+        }
+        c
+    }
+
+    /// Every layout the packing reads (row-major and transposed operands),
+    /// ragged edges in every dimension, several blocks of `k` and of `n`,
+    /// products large enough to be shared out, written and accumulated.
+    fn agrees_with_the_naive_product<T: Float>() {
+        let shapes = [(1, 1, 1), (5, 7, 3), (13, 300, 33), (40, 300, 400), (3, 5, NC + 5), (25, 2 * KC + 1, 17)];
+        for (m, k, n) in shapes {
+            let (a_data, b_data) = (integers::<T>(m * k, 1), integers::<T>(k * n, 2));
+            let a_rows = MatRef::row_major(&a_data, m, k);
+            let a_cols = MatRef::row_major(&a_data, k, m).t();
+            let b_rows = MatRef::row_major(&b_data, k, n);
+            let b_cols = MatRef::row_major(&b_data, n, k).t();
+            for (a, b) in [(a_rows, b_rows), (a_cols, b_rows), (a_rows, b_cols), (a_cols, b_cols)] {
+                let expected = naive(a, b);
+                let mut scratch = vec![T::zero(); scratch_len::<T>(m, k, n)];
+                let mut c = vec![T::nan(); m * n];
+                gemm(a, b, &mut c, false, &mut scratch);
+                let strides = [a.row_stride, a.col_stride, b.row_stride, b.col_stride];
+                assert!(c == expected, "c = a @ b, {m}x{k} by {k}x{n}, strides {strides:?}");
+                gemm(a, b, &mut c, true, &mut scratch);
+                let doubled: Vec<T> = expected.iter().map(|&v| v + v).collect();
+                assert!(c == doubled, "c += a @ b, {m}x{k} by {k}x{n}, strides {strides:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn f32_agrees_with_the_naive_product() {
+        agrees_with_the_naive_product::<f32>();
+    }
+
+    #[test]
+    fn f64_agrees_with_the_naive_product() {
+        agrees_with_the_naive_product::<f64>();
     }
 }

@@ -165,7 +165,9 @@ impl Plan {
     /// another within a piece, pieces on several threads when each product
     /// is too small to split itself.
     fn pieces(&self) -> usize {
-        let small = self.m * self.n * self.k < (1 << 20);
+        let work = self.m.saturating_mul(self.n).saturating_mul(self.k);
+        let total = work.saturating_mul(self.count());
+        let small = work < gemm::MIN_PARALLEL_FLOPS && total >= gemm::MIN_PARALLEL_FLOPS;
         let threads = parallel::num_threads();
         if self.count() > 1 && small && threads > 1 { self.count().min(2 * threads) } else { 1 }
     }
