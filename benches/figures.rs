@@ -83,6 +83,19 @@ fn w2(plan: Plan) {
     });
     emit("w2_small_op_ns_per_node", s * 1e9 / NODES, "ns");
     emit("w2_small_op_iter_ms", s * 1e3, "ms");
+
+    // The same arithmetic as a user writes it in a `grad!` block: there the three ops of
+    // an iteration are one fused node (1001 nodes in all).
+    let s = plan.median_s(20, 20, 20_000, 8, || {
+        let mut h = x;
+        for _ in 0..1000 {
+            h = grad!(tape; tanh(h * 0.9 + 0.1));
+        }
+        let loss = grad!(tape; sum(h));
+        tape.backward(loss).expect("W2 is well formed");
+        tape.reset_to(mark);
+    });
+    emit("w2_grad_macro_iter_ms", s * 1e3, "ms");
 }
 
 /// W3: a, b [1024, 1024] params; sum(a @ b); backward: three 1024³ GEMMs.
@@ -146,6 +159,15 @@ fn w5(plan: Plan) {
     });
     emit("w5_bandwidth_gbs", BYTES / s / 1e9, "GB/s");
     emit("w5_bandwidth_ms", s * 1e3, "ms");
+
+    // As a `grad!` block: one fused pass forward and one backward.
+    let s = plan.median_s(3, 10, 1000, 10, || {
+        let loss = grad!(tape; sum(sigmoid(x) * x));
+        tape.backward(loss).expect("W5 is well formed");
+        tape.reset_to(mark);
+    });
+    emit("w5_grad_macro_gbs", BYTES / s / 1e9, "GB/s");
+    emit("w5_grad_macro_ms", s * 1e3, "ms");
 }
 
 /// W6, measured in this process: it must be a fresh one (see `w6`).

@@ -94,6 +94,12 @@ def run_program(argv, env, timeout):
     return figs, notes, None
 
 
+def grad_threads():
+    """grad's threads as the report says them: GRAD_NUM_THREADS, else one per logical CPU."""
+    n = os.environ.get("GRAD_NUM_THREADS")
+    return f"{n} thread(s) (GRAD_NUM_THREADS)" if n else f"{os.cpu_count()} threads (all logical CPUs)"
+
+
 def setup(args, raw):
     """Builds what runs and records who runs; returns (contenders, limit programs)."""
     meta = machine.describe()
@@ -109,7 +115,7 @@ def setup(args, raw):
         log(f"!! {problem}")
         raw.write("fail", 0, "machine", "limits", problem)
 
-    runners = [contenders.grad(build.build_current(REPO), "grad", f"grad {meta['grad']} (this tree), one thread")]
+    runners = [contenders.grad(build.build_current(REPO), "grad", f"grad {meta['grad']} (this tree), {grad_threads()}")]
     if args.baseline_rev:
         target = args.baseline_target_dir or build.default_target_dir(REPO) / "side-by-side-baseline"
         exe, short = build.build_revision(REPO, args.baseline_rev, target)
