@@ -151,7 +151,7 @@ fn blocked<T: Float, const MR: usize, const NR: usize>(
             let rows = |first_panel: usize, c_rows: &mut [T], packed_a: &mut [T]| {
                 let panels = c_rows.len().div_ceil(n * MR);
                 let packed_a = &mut packed_a[..panels * MR * kc];
-                pack::a_panels::<T, MR>(a, pc, kc, first_panel, packed_a);
+                pack::panels::<T, MR>(a, pc, kc, first_panel, packed_a);
                 for (ir, a_panel) in packed_a.chunks_exact(MR * kc).enumerate() {
                     let i0 = (first_panel + ir) * MR;
                     let rows_here = MR.min(m - i0);

@@ -7,40 +7,47 @@ use rayon::prelude::*;
 use super::MatRef;
 use crate::{Float, parallel};
 
-/// Packs panels `first_panel..` of `MR` rows of `a` (as many as fit in
+/// Packs panels `first_panel..` of `R` rows of `x` (as many as fit in
 /// `packed`), columns `pc..pc + kc`: panel `r` holds, for each depth `p`,
-/// `a[r·MR + i, pc + p]` for `i < MR`. Each thread packs the panels of the
-/// rows of `c` it computes, inside its own piece of work.
-pub(super) fn a_panels<T: Float, const MR: usize>(
-    a: MatRef<'_, T>,
+/// `x[r·R + i, pc + p]` for `i < R`. The panels of `a` are these with
+/// `R = MR`; those of `b` are the panels of `bᵀ` with `R = NR`.
+pub(super) fn panels<T: Float, const R: usize>(
+    x: MatRef<'_, T>,
     pc: usize,
     kc: usize,
     first_panel: usize,
     packed: &mut [T],
 ) {
-    for (index, out) in packed.chunks_exact_mut(MR * kc).enumerate() {
-        let i0 = (first_panel + index) * MR;
-        let rows = MR.min(a.rows - i0);
-        if rows < MR {
+    for (index, out) in packed.chunks_exact_mut(R * kc).enumerate() {
+        let i0 = (first_panel + index) * R;
+        let rows = R.min(x.rows - i0);
+        if rows < R {
             out.fill(T::zero());
         }
-        if a.row_stride == 1 {
-            // A transposed operand: the panel's rows are adjacent for each `p`.
-            for (p, column) in out.chunks_exact_mut(MR).enumerate() {
-                column[..rows].copy_from_slice(&a.data[(pc + p) * a.col_stride + i0..][..rows]);
+        if x.row_stride == 1 {
+            // The panel's rows are adjacent for each `p` (`a` transposed,
+            // `b` row-major): whole runs, as arrays when full, so the
+            // compiler moves them in registers instead of calling `memcpy`.
+            for (p, column) in out.chunks_exact_mut(R).enumerate() {
+                let from = &x.data[(pc + p) * x.col_stride + i0..][..rows];
+                match (<&mut [T; R]>::try_from(&mut *column), <&[T; R]>::try_from(from)) {
+                    (Ok(to), Ok(from)) => *to = *from,
+                    _ => column[..rows].copy_from_slice(from),
+                }
             }
-        } else if a.col_stride == 1 {
-            // Row-major: read each row once, front to back, down its slot of the panel.
+        } else if x.col_stride == 1 {
+            // Each row is contiguous: read it once, front to back, down its
+            // slot of the panel.
             for i in 0..rows {
-                let row = &a.data[(i0 + i) * a.row_stride + pc..][..kc];
-                for (column, &v) in out.chunks_exact_mut(MR).zip(row) {
+                let row = &x.data[(i0 + i) * x.row_stride + pc..][..kc];
+                for (column, &v) in out.chunks_exact_mut(R).zip(row) {
                     column[i] = v;
                 }
             }
         } else {
-            for (p, column) in out.chunks_exact_mut(MR).enumerate() {
+            for (p, column) in out.chunks_exact_mut(R).enumerate() {
                 for (i, slot) in column[..rows].iter_mut().enumerate() {
-                    *slot = *a.at(i0 + i, pc + p);
+                    *slot = *x.at(i0 + i, pc + p);
                 }
             }
         }
@@ -49,7 +56,7 @@ pub(super) fn a_panels<T: Float, const MR: usize>(
 
 /// Packs rows `pc..pc + kc`, columns `jc..jc + nc` of `b` into panels of
 /// `NR` columns: panel `c` holds, for each depth `p`, `b[pc + p, jc + c·NR + j]`
-/// for `j < NR`.
+/// for `j < NR`. These are the panels of `NR` rows of `bᵀ` from row `jc`.
 pub(super) fn b_panels<T: Float, const NR: usize>(
     b: MatRef<'_, T>,
     pc: usize,
@@ -59,46 +66,21 @@ pub(super) fn b_panels<T: Float, const NR: usize>(
     packed: &mut [T],
     parallel: bool,
 ) {
-    let pack = |panel: usize, out: &mut [T]| {
-        let j0 = jc + panel * NR;
-        let cols = NR.min(jc + nc - j0);
-        if cols < NR {
-            out.fill(T::zero());
-        }
-        if b.col_stride == 1 {
-            // Row-major: the panel's columns are adjacent in each row `p`.
-            for (p, row) in out.chunks_exact_mut(NR).enumerate() {
-                let from = &b.data[(pc + p) * b.row_stride + j0..][..cols];
-                // A whole row copied as an array: vector moves, not a `memcpy` call.
-                match (<&mut [T; NR]>::try_from(&mut *row), <&[T; NR]>::try_from(from)) {
-                    (Ok(to), Ok(from)) => *to = *from,
-                    _ => row[..cols].copy_from_slice(from),
-                }
-            }
-        } else if b.row_stride == 1 {
-            // A transposed operand: read each column once, down its slot of the panel.
-            for j in 0..cols {
-                let column = &b.data[(j0 + j) * b.col_stride + pc..][..kc];
-                for (row, &v) in out.chunks_exact_mut(NR).zip(column) {
-                    row[j] = v;
-                }
-            }
-        } else {
-            for (p, row) in out.chunks_exact_mut(NR).enumerate() {
-                for (j, slot) in row[..cols].iter_mut().enumerate() {
-                    *slot = *b.at(pc + p, j0 + j);
-                }
-            }
-        }
+    let block_t = MatRef {
+        data: &b.data[jc * b.col_stride..],
+        rows: nc,
+        cols: b.rows,
+        row_stride: b.col_stride,
+        col_stride: b.row_stride,
     };
-    each_panel(packed, NR * kc, parallel, pack);
-}
-
-/// `pack(index, panel)` for each panel of `panel_len` elements of `packed`.
-fn each_panel<T: Float>(packed: &mut [T], panel_len: usize, parallel: bool, pack: impl Fn(usize, &mut [T]) + Sync) {
     if parallel {
-        parallel::run(true, || packed.par_chunks_mut(panel_len).enumerate().for_each(|(i, p)| pack(i, p)));
+        parallel::run(true, || {
+            packed
+                .par_chunks_mut(NR * kc)
+                .enumerate()
+                .for_each(|(panel, out)| panels::<T, NR>(block_t, pc, kc, panel, out));
+        });
     } else {
-        packed.chunks_mut(panel_len).enumerate().for_each(|(i, p)| pack(i, p));
+        panels::<T, NR>(block_t, pc, kc, 0, packed);
     }
 }
