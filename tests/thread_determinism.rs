@@ -1,5 +1,5 @@
 //! Results do not depend on the thread count: the same large graph (fused
-//! regions included, by rows and folded) run with 1, 2 and 5 threads gives
+//! regions included, by rows and folded, and a convolution) run with 1, 2 and 5 threads gives
 //! the same bits in every value and gradient, and the same parameters after
 //! Adam and AdamW steps.
 //! (Kernels cut work into fixed-size pieces and sum in a fixed tree.)
@@ -27,6 +27,10 @@ fn run(threads: usize) -> Vec<ArrayD<f32>> {
     // A batch of products each too small to split, shared out by product.
     let [qa, qb] = [(); 2].map(|_| tape.param(rng.normal_array(&[16, 64, 64]).mapv(|v| v as f32)));
     let batched = g_bmm(&mut tape, qa, qb);
+    // A convolution, shared out by chunks of images.
+    let image = tape.param(rng.normal_array(&[8, 8, 24, 24]).mapv(|v| v as f32));
+    let kernel = tape.param(rng.normal_array(&[16, 8, 3, 3]).mapv(|v| v as f32 * 0.1));
+    let conv = g_conv2d(&mut tape, image, kernel, None, [1, 1], [1, 1], [1, 1], 1);
     let s = g_sigmoid(&mut tape, x);
     let sx = g_mul(&mut tape, s, x);
     let t = g_tanh(&mut tape, sx);
@@ -43,12 +47,14 @@ fn run(threads: usize) -> Vec<ArrayD<f32>> {
     // Fused regions: by rows (`b` broadcast), and a folded sum.
     let f = grad!(tape; gelu(h + b) * 0.5 - z / 4.0);
     let folded = grad!(tape; sum(sigmoid(x) * x));
-    let loss = grad!(tape; loss + sum(f * f) + folded + sum(batched * batched));
+    let loss = grad!(tape; loss + sum(f * f) + folded + sum(batched * batched) + sum(conv * conv));
     tape.backward(loss).expect("the graph is well formed");
-    let mut out: Vec<ArrayD<f32>> =
-        [s, sx, t, h, z, e, p, l, m, f, folded, batched, loss].iter().map(|&v| tape.value(v).to_owned()).collect();
-    out.extend([x, w, b, qa, qb].iter().map(|&v| tape.grad(v).to_owned()));
-    for v in [qa, qb] {
+    let mut out: Vec<ArrayD<f32>> = [s, sx, t, h, z, e, p, l, m, f, folded, batched, conv, loss]
+        .iter()
+        .map(|&v| tape.value(v).to_owned())
+        .collect();
+    out.extend([x, w, b, qa, qb, image, kernel].iter().map(|&v| tape.grad(v).to_owned()));
+    for v in [qa, qb, image, kernel] {
         tape.freeze(v).expect("a parameter of this tape");
     }
     let mut adam = Adam::new(1e-2);

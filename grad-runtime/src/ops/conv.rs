@@ -4,9 +4,11 @@
 //! the weight matrix, and the backward folds the columns' gradient back
 //! (col2im). The geometry helpers here also serve `pool.rs`.
 
+use std::ops::Range;
 use std::panic::Location;
 
 use ndarray::IxDyn;
+use rayon::prelude::*;
 
 use crate::error::ErrorKind;
 use crate::gemm::{self, MatRef, scratch_len};
@@ -14,7 +16,7 @@ use crate::ops::Op;
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
 use crate::tensor::Tensor;
-use crate::{Float, Tape, Var};
+use crate::{Float, Tape, Var, parallel};
 
 /// What a conv node keeps beyond its inputs: stride, padding and dilation
 /// (rows, columns) and the group count, as `u32` so that the node stays small.
@@ -94,19 +96,23 @@ pub fn g_conv2d<T: Float>(
     let Some(mut out) = tp.output(NAME, IxDyn(&geometry.out_shape()), inputs, location) else {
         return tp.poisoned_var();
     };
-    let mut cols = tp.scratch(geometry.k * geometry.l);
-    let mut packing = tp.scratch(scratch_len::<T>(geometry.og, geometry.k, geometry.l));
-    let (vx, vw) = (&tp.value_of(x).data, &tp.value_of(w).data);
     let g = &geometry;
-    for n in 0..g.n {
-        for group in 0..g.groups {
-            im2col(g, &vx[g.image_group(n, group)..], &mut cols);
-            let weights = MatRef::row_major(&vw[group * g.og * g.k..(group + 1) * g.og * g.k], g.og, g.k);
-            let start = (n * g.o + group * g.og) * g.l;
-            let c = &mut out.data[start..start + g.og * g.l];
-            gemm::gemm(weights, MatRef::row_major(&cols, g.k, g.l), c, false, &mut packing);
+    let chunks = ImageChunks::new(g);
+    let packing_len = scratch_len::<T>(g.og, g.k, g.l);
+    let mut scratch = tp.scratch(chunks.scratch_len(g.k * g.l + packing_len));
+    let (vx, vw) = (&tp.value_of(x).data, &tp.value_of(w).data);
+    chunks.each(&mut out.data, chunks.images * g.o * g.l, &mut scratch, |images, out, scratch| {
+        let (cols, packing) = scratch.split_at_mut(g.k * g.l);
+        for (n, out) in images.zip(out.chunks_exact_mut(g.o * g.l)) {
+            for group in 0..g.groups {
+                im2col(g, &vx[g.image_group(n, group)..], cols);
+                let weights = MatRef::row_major(&vw[group * g.og * g.k..(group + 1) * g.og * g.k], g.og, g.k);
+                let c = &mut out[group * g.og * g.l..(group + 1) * g.og * g.l];
+                gemm::gemm(weights, MatRef::row_major(cols, g.k, g.l), c, false, &mut packing[..packing_len]);
+            }
         }
-    }
+    });
+    tp.recycle(scratch);
     if let Some(b) = b {
         let vb = &tp.value_of(b).data;
         for (i, plane) in out.data.chunks_exact_mut(g.l.max(1)).enumerate() {
@@ -114,8 +120,6 @@ pub fn g_conv2d<T: Float>(
             plane.iter_mut().for_each(|v| *v += bias);
         }
     }
-    tp.recycle(cols);
-    tp.recycle(packing);
     let spec = geometry.spec();
     tp.push(Op::Conv2d { x, w, b, spec }, out)
 }
@@ -130,37 +134,56 @@ pub(crate) fn conv2d_backward<T: Float>(
 ) {
     let (vx, vw) = (sink.value(x), sink.value(w));
     let geo = Geometry::new(vx.shape(), vw.shape(), spec);
-    let (wants_x, wants_w) = (sink.wants(x), sink.wants(w));
-    let mut cols = sink.scratch(if wants_x || wants_w { geo.k * geo.l } else { 0 });
+    let chunks = ImageChunks::new(&geo);
     let packing_len = scratch_len::<T>(geo.og, geo.l, geo.k).max(scratch_len::<T>(geo.k, geo.og, geo.l));
-    let mut packing = sink.scratch(if wants_x || wants_w { packing_len } else { 0 });
+    let per_chunk = geo.k * geo.l + packing_len;
+    let mut scratch = sink.scratch(if sink.wants(x) || sink.wants(w) { chunks.scratch_len(per_chunk) } else { 0 });
+    let g_image = |n: usize| &g.data[n * geo.o * geo.l..(n + 1) * geo.o * geo.l];
     let g_block = |n: usize, group: usize| {
-        let start = (n * geo.o + group * geo.og) * geo.l;
-        MatRef::row_major(&g.data[start..start + geo.og * geo.l], geo.og, geo.l)
+        MatRef::row_major(&g_image(n)[group * geo.og * geo.l..(group + 1) * geo.og * geo.l], geo.og, geo.l)
     };
-    // To w: g_block @ colsᵀ, summed over the images.
+    // To w: g_block @ colsᵀ summed over the images, each chunk of images
+    // into its own partial sum, the partials then added in chunk order.
+    let mut partials = sink.scratch(if sink.wants(w) { chunks.count * geo.o * geo.k } else { 0 });
     sink.contribute_zeroed(w, |gw| {
-        for n in 0..geo.n {
-            for group in 0..geo.groups {
-                im2col(&geo, &vx.data[geo.image_group(n, group)..], &mut cols);
-                let block = &mut gw[group * geo.og * geo.k..(group + 1) * geo.og * geo.k];
-                gemm::gemm(g_block(n, group), MatRef::row_major(&cols, geo.k, geo.l).t(), block, true, &mut packing);
+        if gw.is_empty() {
+            return;
+        }
+        chunks.each(&mut partials, geo.o * geo.k, &mut scratch, |images, partial, scratch| {
+            let (cols, packing) = scratch.split_at_mut(geo.k * geo.l);
+            partial.fill(T::zero());
+            for n in images {
+                for group in 0..geo.groups {
+                    im2col(&geo, &vx.data[geo.image_group(n, group)..], cols);
+                    let block = &mut partial[group * geo.og * geo.k..(group + 1) * geo.og * geo.k];
+                    let cols_t = MatRef::row_major(cols, geo.k, geo.l).t();
+                    gemm::gemm(g_block(n, group), cols_t, block, true, &mut packing[..packing_len]);
+                }
             }
+        });
+        for partial in partials.chunks_exact(geo.o * geo.k).take(chunks.used) {
+            gw.iter_mut().zip(partial).for_each(|(sum, &v)| *sum += v);
         }
     });
+    sink.recycle(partials);
     // To x: the columns' gradient wᵀ @ g_block, folded back onto the image.
     sink.contribute_zeroed(x, |gx| {
-        for n in 0..geo.n {
-            for group in 0..geo.groups {
-                let weights =
-                    MatRef::row_major(&vw.data[group * geo.og * geo.k..(group + 1) * geo.og * geo.k], geo.og, geo.k);
-                gemm::gemm(weights.t(), g_block(n, group), &mut cols, false, &mut packing);
-                col2im(&geo, &cols, &mut gx[geo.image_group(n, group)..]);
+        chunks.each(gx, chunks.images * geo.c * geo.h * geo.w, &mut scratch, |images, gx, scratch| {
+            let (cols, packing) = scratch.split_at_mut(geo.k * geo.l);
+            for (n, gx) in images.zip(gx.chunks_exact_mut(geo.c * geo.h * geo.w)) {
+                for group in 0..geo.groups {
+                    let weights = MatRef::row_major(
+                        &vw.data[group * geo.og * geo.k..(group + 1) * geo.og * geo.k],
+                        geo.og,
+                        geo.k,
+                    );
+                    gemm::gemm(weights.t(), g_block(n, group), cols, false, &mut packing[..packing_len]);
+                    col2im(&geo, cols, &mut gx[group * geo.cg * geo.h * geo.w..]);
+                }
             }
-        }
+        });
     });
-    sink.recycle(cols);
-    sink.recycle(packing);
+    sink.recycle(scratch);
     if let Some(b) = b {
         // To b: g summed over the images and the output plane.
         sink.contribute_zeroed(b, |gb| {
@@ -329,6 +352,26 @@ fn source(o: usize, t: usize, stride: usize, padding: usize, dilation: usize, le
     (o * stride + t * dilation).checked_sub(padding).filter(|&i| i < len)
 }
 
+/// The windows, of `count`, whose tap `t` falls inside the `len` input
+/// positions along one dim: `o · stride + t · dilation − padding` in `0..len`.
+/// Every other window reads the padding.
+fn inside(count: usize, t: usize, stride: usize, padding: usize, dilation: usize, len: usize) -> Range<usize> {
+    let offset = t * dilation;
+    let first = padding.saturating_sub(offset).div_ceil(stride).min(count);
+    // The last window inside reads position `len - 1` or one before it.
+    let end = match (len + padding).checked_sub(offset + 1) {
+        Some(room) if len > 0 => (room / stride + 1).min(count),
+        _ => 0,
+    };
+    first..end.max(first)
+}
+
+/// The input position the first window of `windows` reads for tap `t`
+/// (`windows` from [`inside`], not empty).
+fn first_source(windows: &Range<usize>, t: usize, stride: usize, padding: usize, dilation: usize) -> usize {
+    windows.start * stride + t * dilation - padding
+}
+
 /// Unfolds one image's group of channels (`x` starts at its first channel)
 /// into `cols: [cg * kh * kw, OH * OW]`, zeros where a tap is in the padding.
 fn im2col<T: Float>(g: &Geometry, x: &[T], cols: &mut [T]) {
@@ -340,15 +383,22 @@ fn im2col<T: Float>(g: &Geometry, x: &[T], cols: &mut [T]) {
         for ki in 0..kh {
             for kj in 0..kw {
                 let Some(row) = rows.next() else { return };
+                let span = inside(ow, kj, g.stride[1], g.padding[1], g.dilation[1], g.w);
                 for (i, out_row) in row.chunks_exact_mut(ow.max(1)).take(oh).enumerate() {
-                    let Some(ih) = source(i, ki, g.stride[0], g.padding[0], g.dilation[0], g.h) else {
+                    let ih = source(i, ki, g.stride[0], g.padding[0], g.dilation[0], g.h);
+                    let Some(ih) = ih.filter(|_| !span.is_empty()) else {
                         out_row.fill(T::zero());
                         continue;
                     };
                     let line = &plane[ih * g.w..(ih + 1) * g.w];
-                    for (j, v) in out_row.iter_mut().enumerate() {
-                        *v = source(j, kj, g.stride[1], g.padding[1], g.dilation[1], g.w)
-                            .map_or(T::zero(), |iw| line[iw]);
+                    let first = first_source(&span, kj, g.stride[1], g.padding[1], g.dilation[1]);
+                    out_row[..span.start].fill(T::zero());
+                    out_row[span.end..].fill(T::zero());
+                    if g.stride[1] == 1 {
+                        out_row[span.clone()].copy_from_slice(&line[first..first + span.len()]);
+                    } else {
+                        let taps = (first..).step_by(g.stride[1]);
+                        out_row[span.clone()].iter_mut().zip(taps).for_each(|(v, iw)| *v = line[iw]);
                     }
                 }
             }
@@ -367,16 +417,85 @@ fn col2im<T: Float>(g: &Geometry, cols: &[T], x: &mut [T]) {
         for ki in 0..kh {
             for kj in 0..kw {
                 let Some(row) = rows.next() else { return };
+                let span = inside(ow, kj, g.stride[1], g.padding[1], g.dilation[1], g.w);
+                if span.is_empty() {
+                    continue;
+                }
+                let first = first_source(&span, kj, g.stride[1], g.padding[1], g.dilation[1]);
                 for (i, in_row) in row.chunks_exact(ow.max(1)).take(oh).enumerate() {
                     let Some(ih) = source(i, ki, g.stride[0], g.padding[0], g.dilation[0], g.h) else { continue };
                     let line = &mut plane[ih * g.w..(ih + 1) * g.w];
-                    for (j, &v) in in_row.iter().enumerate() {
-                        if let Some(iw) = source(j, kj, g.stride[1], g.padding[1], g.dilation[1], g.w) {
-                            line[iw] += v;
-                        }
-                    }
+                    let taps = (first..).step_by(g.stride[1]);
+                    in_row[span.clone()].iter().zip(taps).for_each(|(&v, iw)| line[iw] += v);
                 }
             }
+        }
+    }
+}
+
+/// The images of a convolution cut into chunks that may run on different
+/// threads, each with its own columns and packing scratch. The cut depends
+/// on the sizes alone, never on the thread count, so that the chunks'
+/// partial sums of the weights' gradient, and so every bit of every
+/// result, are the same on one thread or many.
+struct ImageChunks {
+    /// The chunks scratch is made for: at most [`MAX_CHUNKS`], and at most
+    /// [`MAX_COLUMNS`] elements of columns between them.
+    count: usize,
+    /// Images per chunk.
+    images: usize,
+    /// The chunks that hold images, at most `count`.
+    used: usize,
+    n: usize,
+    parallel: bool,
+}
+
+/// Enough chunks to keep 8 threads busy.
+const MAX_CHUNKS: usize = 8;
+
+/// The column buffers of all chunks together: 64 MiB of f32.
+const MAX_COLUMNS: usize = 1 << 24;
+
+impl ImageChunks {
+    fn new(g: &Geometry) -> ImageChunks {
+        let count = g.n.min(MAX_CHUNKS).min(MAX_COLUMNS / (g.k * g.l).max(1)).max(1);
+        let images = g.n.div_ceil(count).max(1);
+        let used = g.n.div_ceil(images);
+        // One product's multiply-adds: the forward's, and each backward's.
+        let work = [g.n, g.o, g.k, g.l].iter().fold(1usize, |w, &d| w.saturating_mul(d));
+        let parallel = used > 1 && work >= gemm::MIN_PARALLEL_FLOPS && parallel::num_threads() > 1;
+        ImageChunks { count, images, used, n: g.n, parallel }
+    }
+
+    /// The scratch of all chunks, `per_chunk` elements each (at least one,
+    /// so that every chunk gets its slice).
+    fn scratch_len(&self, per_chunk: usize) -> usize {
+        self.count * per_chunk.max(1)
+    }
+
+    /// `f(images, block, scratch)` for each chunk: its range of images, its
+    /// `block_len` elements of `out` (its images' outputs, or its partial
+    /// sum) and its share of `scratch`, on the pool when worth it.
+    fn each<T: Float>(
+        &self,
+        out: &mut [T],
+        block_len: usize,
+        scratch: &mut [T],
+        f: impl Fn(Range<usize>, &mut [T], &mut [T]) + Sync,
+    ) {
+        if out.is_empty() || self.n == 0 {
+            return;
+        }
+        let share = scratch.len() / self.count;
+        let task = |(chunk, (block, scratch)): (usize, (&mut [T], &mut [T]))| {
+            f(chunk * self.images..((chunk + 1) * self.images).min(self.n), block, scratch)
+        };
+        if self.parallel {
+            parallel::run(true, || {
+                out.par_chunks_mut(block_len).zip(scratch.par_chunks_mut(share)).enumerate().for_each(task)
+            });
+        } else {
+            out.chunks_mut(block_len).zip(scratch.chunks_mut(share)).enumerate().for_each(task);
         }
     }
 }
