@@ -5,7 +5,8 @@
 //! compile time): operators with NumPy's precedence and the fewest
 //! parentheses, scalars on either side, unary minus, `@`, built-ins and
 //! their method forms, `let` bindings and fan-out, half of them with
-//! declared shapes. `GRAD_PROPTEST_SCALE=100` builds 100 times as many.
+//! declared shapes. `GRAD_PROPTEST_SCALE=10` builds 10 times as many,
+//! `GRAD_PROPTEST_BATCH=b` other ones (README, Reliability).
 
 use grad_runtime::*;
 use ndarray::{ArrayD, IxDyn};

@@ -22,7 +22,8 @@ use random_graph::{Graph, Step, graphs, op_name, scaled};
 const CASES: u32 = 600;
 /// Raw ops per graph, at most (each may add a step or two it needs).
 const MAX_OPS: usize = 14;
-/// Central-difference step and the tolerance on |fd - analytic| / max(1, |analytic|).
+/// Central-difference step and the tolerance on |fd - analytic| / max(1, |analytic|),
+/// beyond what rounding in the loss's evaluations explains.
 const STEP: f64 = 1e-6;
 const TOLERANCE: f64 = 1e-5;
 /// How far a kinked op's input must stay from its kink (and a max from the
@@ -33,6 +34,9 @@ pub fn config(cases: u32) -> Config {
     let mut config = Config::with_cases(scaled(cases));
     config.failure_persistence = None;
     config.max_shrink_iters = 4096;
+    // About 2% of graphs are rejected (too large a value, too near a
+    // kink); proptest's default cap of 1024 would end a 100x run early.
+    config.max_global_rejects = (config.cases / 4).max(1024);
     if std::env::var_os("PROPTEST_RNG_SEED").is_none() {
         config.rng_seed = RngSeed::Fixed(0x005e_ed0f_61ad);
     }
@@ -113,6 +117,12 @@ fn check(graph: &Graph, stats: &Stats) -> Result<(), TestCaseError> {
         stats.rejected.fetch_add(1, Ordering::Relaxed);
         return Err(TestCaseError::reject("too large a value, or too near a kink, for finite differences"));
     }
+    // What rounding alone moves a central difference by: each evaluation
+    // of the loss is off by a few ulps of the values it adds up, divided
+    // by the step. Negligible for most graphs; near 1e-4 for one whose
+    // values reach 1e5 (`mse(p1, p2)^9`).
+    let magnitude: f64 = nodes.iter().map(|&v| tape.value(v).iter().map(|x| x.abs()).sum::<f64>()).sum();
+    let rounding = 4.0 * f64::EPSILON * magnitude / STEP;
     tape.backward(loss).map_err(|e| TestCaseError::fail(format!("backward: {e}")))?;
     let analytic: Vec<ArrayD<f64>> = params.iter().map(|&p| tape.grad(p).to_owned()).collect();
     for (k, value) in values.iter().enumerate() {
@@ -126,7 +136,7 @@ fn check(graph: &Graph, stats: &Stats) -> Result<(), TestCaseError> {
             let numeric = (plus - minus) / (2.0 * STEP);
             let exact = analytic[k].as_slice().unwrap()[i];
             let error = (numeric - exact).abs() / exact.abs().max(1.0);
-            if error.is_nan() || error > TOLERANCE {
+            if error.is_nan() || (numeric - exact).abs() > TOLERANCE * exact.abs().max(1.0) + rounding {
                 return Err(TestCaseError::fail(format!(
                     "parameter {k} (node p{}) element {i}: finite difference {numeric}, backward {exact} (relative error {error:e})",
                     graph.params()[k]
