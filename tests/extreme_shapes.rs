@@ -261,3 +261,23 @@ fn a_tensor_input_with_an_impossible_shape_is_refused() {
     assert!(v.is_poisoned());
     too_large(tape.error().unwrap(), "Tape::param", &[usize::MAX, 2]);
 }
+
+/// An empty batch of huge images: the output holds no element, so neither
+/// the forward nor the backward sizes the columns its empty dims imply
+/// (2^60 here, more bytes than a buffer can hold).
+#[test]
+fn a_conv_of_an_empty_batch_of_huge_images_sizes_no_columns() {
+    within(LIMIT, "the empty conv", || {
+        let mut tape = Tape::<f32>::new();
+        let x = tape.param(zeros(&[0, 1, 1 << 30, 1 << 30]));
+        let w = tape.param(ArrayD::ones(IxDyn(&[2, 1, 1, 1])));
+        let b = tape.param(ArrayD::ones(IxDyn(&[2])));
+        let y = g_conv2d(&mut tape, x, w, Some(b), [1, 1], [0, 0], [1, 1], 1);
+        assert_eq!(tape.value(y).shape(), &[0, 2, 1 << 30, 1 << 30]);
+        let loss = g_sum(&mut tape, y);
+        tape.backward(loss).expect("an empty conv has gradients");
+        assert!(tape.grad(w).iter().all(|&g| g == 0.0));
+        assert!(tape.grad(b).iter().all(|&g| g == 0.0));
+        assert!(tape.is_ok(), "{:?}", tape.error());
+    });
+}

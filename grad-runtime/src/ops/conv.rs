@@ -99,7 +99,9 @@ pub fn g_conv2d<T: Float>(
     let g = &geometry;
     let chunks = ImageChunks::new(g);
     let packing_len = scratch_len::<T>(g.og, g.k, g.l);
-    let mut scratch = tp.scratch(chunks.scratch_len(g.k * g.l + packing_len));
+    // An empty output needs no columns, however many its empty dims imply.
+    let scratch_len = if out.data.is_empty() { 0 } else { chunks.scratch_len(g.k * g.l + packing_len) };
+    let mut scratch = tp.scratch(scratch_len);
     let (vx, vw) = (&tp.value_of(x).data, &tp.value_of(w).data);
     chunks.each(&mut out.data, chunks.images * g.o * g.l, &mut scratch, |images, out, scratch| {
         let (cols, packing) = scratch.split_at_mut(g.k * g.l);
@@ -132,6 +134,11 @@ pub(crate) fn conv2d_backward<T: Float>(
     b: Option<NodeId>,
     spec: ConvSpec,
 ) {
+    if g.data.is_empty() {
+        // An empty output: every gradient is zero, and its columns, however
+        // many its empty dims imply, are never needed.
+        return;
+    }
     let (vx, vw) = (sink.value(x), sink.value(w));
     let geo = Geometry::new(vx.shape(), vw.shape(), spec);
     let chunks = ImageChunks::new(&geo);
@@ -458,7 +465,7 @@ const MAX_COLUMNS: usize = 1 << 24;
 
 impl ImageChunks {
     fn new(g: &Geometry) -> ImageChunks {
-        let count = g.n.min(MAX_CHUNKS).min(MAX_COLUMNS / (g.k * g.l).max(1)).max(1);
+        let count = g.n.min(MAX_CHUNKS).min(MAX_COLUMNS / g.k.saturating_mul(g.l).max(1)).max(1);
         let images = g.n.div_ceil(count).max(1);
         let used = g.n.div_ceil(images);
         // One product's multiply-adds: the forward's, and each backward's.
