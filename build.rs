@@ -157,7 +157,7 @@ impl E {
             E::Scalar { op, s, e, left: false } => format!("{} {op} {s}", e.operand(*op, false)),
             E::Neg(e) => format!("-{}", e.atom()),
             E::MatMul(e, w) => format!("{} @ {w}", e.operand('@', false)),
-            E::Call { f, e, extra, method: true, .. } => format!("{}.{f}(){extra}", e.atom()),
+            E::Call { f, e, extra, method: true, .. } => format!("{}.{f}(){extra}", e.receiver()),
             E::Call { f, e, extra, .. } => format!("{f}({}{extra})", e.dsl()),
         }
     }
@@ -168,9 +168,16 @@ impl E {
         if mine < theirs || (right && mine == theirs) { format!("({})", self.dsl()) } else { self.dsl() }
     }
 
-    /// As a unary operand or method receiver: a name or a call, else parenthesized.
+    /// As a unary minus's operand: a negation, a name or a call, else parenthesized.
     fn atom(&self) -> String {
         if self.precedence() >= 3 { self.dsl() } else { format!("({})", self.dsl()) }
+    }
+
+    /// As a method's receiver: a name or a call, else parenthesized. A
+    /// method binds tighter than unary minus (`-h.exp()` is `-(h.exp())`,
+    /// as in Rust and NumPy), so a negated receiver is `(-h).exp()`.
+    fn receiver(&self) -> String {
+        if self.precedence() >= 4 { self.dsl() } else { format!("({})", self.dsl()) }
     }
 
     fn precedence(&self) -> u8 {
@@ -178,7 +185,7 @@ impl E {
             E::Bin(op, ..) | E::Scalar { op, .. } => precedence(*op),
             E::MatMul(..) => 2,
             E::Neg(_) => 3,
-            E::Name(..) | E::Call { .. } => 3,
+            E::Name(..) | E::Call { .. } => 4,
         }
     }
 
