@@ -15,7 +15,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Mlp, normal};
+use common::{Attention, Mlp, normal, w2_loss, w5_loss};
 use grad_runtime::*;
 
 const WORKLOADS: [&str; 6] = ["w1", "w2", "w3", "w4", "w5", "w6"];
@@ -71,13 +71,7 @@ fn w2(plan: Plan) {
     let x = tape.param(normal(&mut Rng::new(2), &[16], 0.05));
     let mark = tape.mark();
     let s = plan.median_s(20, 20, 20_000, 8, || {
-        let mut h = x;
-        for _ in 0..1000 {
-            let scaled = g_muls(&mut tape, h, 0.9);
-            let shifted = g_adds(&mut tape, scaled, 0.1);
-            h = g_tanh(&mut tape, shifted);
-        }
-        let loss = g_sum(&mut tape, h);
+        let loss = w2_loss(&mut tape, x, false);
         tape.backward(loss).expect("W2 is well formed");
         tape.reset_to(mark);
     });
@@ -87,11 +81,7 @@ fn w2(plan: Plan) {
     // The same arithmetic as a user writes it in a `grad!` block: there the three ops of
     // an iteration are one fused node (1001 nodes in all).
     let s = plan.median_s(20, 20, 20_000, 8, || {
-        let mut h = x;
-        for _ in 0..1000 {
-            h = grad!(tape; tanh(h * 0.9 + 0.1));
-        }
-        let loss = grad!(tape; sum(h));
+        let loss = w2_loss(&mut tape, x, true);
         tape.backward(loss).expect("W2 is well formed");
         tape.reset_to(mark);
     });
@@ -119,24 +109,11 @@ fn w3(plan: Plan) {
 /// W4: single-head attention on x[8,64,64], forward + backward, no optimizer. The inputs
 /// go onto the tape each iteration, as a training loop's batches would.
 fn w4(plan: Plan) {
-    let mut rng = Rng::new(4);
-    let (x, t) = (normal(&mut rng, &[8, 64, 64], 1.0), normal(&mut rng, &[8, 64, 64], 1.0));
     let mut tape = Tape::<f32>::new();
-    let [wq, wk, wv, wo] = [(); 4].map(|_| tape.param(normal(&mut rng, &[64, 64], 0.05)));
+    let model = Attention::new(&mut tape, 4);
     let mark = tape.mark();
     let s = plan.median_s(20, 20, 20_000, 8, || {
-        let (xv, tv) = (tape.constant(&x), tape.constant(&t));
-        let q = g_matmul(&mut tape, xv, wq);
-        let k = g_matmul(&mut tape, xv, wk);
-        let v = g_matmul(&mut tape, xv, wv);
-        let kt = g_transpose(&mut tape, k);
-        let s = g_bmm(&mut tape, q, kt);
-        let s = g_muls(&mut tape, s, 0.125);
-        let p = g_softmax(&mut tape, s, -1);
-        let o = g_bmm(&mut tape, p, v);
-        let y = g_matmul(&mut tape, o, wo);
-        let loss = g_mse(&mut tape, y, tv);
-        tape.backward(loss).expect("W4 is well formed");
+        model.step(&mut tape);
         tape.reset_to(mark);
     });
     emit("w4_attention_fwd_bwd_us", s * 1e6, "us");
@@ -151,9 +128,7 @@ fn w5(plan: Plan) {
     let x = tape.param(normal(&mut Rng::new(5), &[N], 1.0));
     let mark = tape.mark();
     let s = plan.median_s(3, 10, 1000, 10, || {
-        let sig = g_sigmoid(&mut tape, x);
-        let sx = g_mul(&mut tape, sig, x);
-        let loss = g_sum(&mut tape, sx);
+        let loss = w5_loss(&mut tape, x, false);
         tape.backward(loss).expect("W5 is well formed");
         tape.reset_to(mark);
     });
@@ -162,7 +137,7 @@ fn w5(plan: Plan) {
 
     // As a `grad!` block: one fused pass forward and one backward.
     let s = plan.median_s(3, 10, 1000, 10, || {
-        let loss = grad!(tape; sum(sigmoid(x) * x));
+        let loss = w5_loss(&mut tape, x, true);
         tape.backward(loss).expect("W5 is well formed");
         tape.reset_to(mark);
     });

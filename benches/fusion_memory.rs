@@ -10,8 +10,8 @@ mod common;
 
 use std::process::Command;
 
-use common::{Mlp, normal};
-use grad_runtime::{Rng, Tape, g_adds, g_mul, g_muls, g_sigmoid, g_sum, g_tanh, grad};
+use common::{Mlp, normal, w2_loss, w5_loss};
+use grad_runtime::{Rng, Tape};
 use ndarray::Array1;
 
 /// A field of /proc/self/status in KiB (`VmHWM`), if the platform has it.
@@ -43,17 +43,7 @@ fn workload(name: &str, fused: bool, w5_len: usize) -> usize {
             let x = tape.param(Array1::from_shape_fn(16, |i| i as f32 / 16.0));
             let mark = tape.mark();
             for _ in 0..3 {
-                let mut h = x;
-                for _ in 0..1000 {
-                    h = if fused {
-                        grad!(tape; tanh(h * 0.9 + 0.1))
-                    } else {
-                        let scaled = g_muls(&mut tape, h, 0.9);
-                        let shifted = g_adds(&mut tape, scaled, 0.1);
-                        g_tanh(&mut tape, shifted)
-                    };
-                }
-                let loss = g_sum(&mut tape, h);
+                let loss = w2_loss(&mut tape, x, fused);
                 tape.backward(loss).unwrap();
                 nodes = tape.len() - mark.len();
                 tape.reset_to(mark);
@@ -63,13 +53,7 @@ fn workload(name: &str, fused: bool, w5_len: usize) -> usize {
             let x = tape.param(normal(&mut Rng::new(5), &[w5_len], 1.0));
             let mark = tape.mark();
             for _ in 0..3 {
-                let loss = if fused {
-                    grad!(tape; sum(sigmoid(x) * x))
-                } else {
-                    let s = g_sigmoid(&mut tape, x);
-                    let sx = g_mul(&mut tape, s, x);
-                    g_sum(&mut tape, sx)
-                };
+                let loss = w5_loss(&mut tape, x, fused);
                 tape.backward(loss).unwrap();
                 nodes = tape.len() - mark.len();
                 tape.reset_to(mark);

@@ -16,7 +16,7 @@ use ndarray::{Array1, Array2, Axis};
 
 mod common;
 
-use common::{Mlp, normal};
+use common::{Attention, Mlp, normal, w2_loss, w5_loss};
 
 fn main() {
     divan::main();
@@ -134,13 +134,7 @@ mod w2_small_ops {
         let x = tape.param(Array1::from_shape_fn(16, |i| i as f32 / 16.0));
         let mark = tape.mark();
         bencher.counter(ItemsCount::new(NODES)).bench_local(|| {
-            let mut h = x;
-            for _ in 0..1000 {
-                let scaled = g_muls(&mut tape, h, 0.9);
-                let shifted = g_adds(&mut tape, scaled, 0.1);
-                h = g_tanh(&mut tape, shifted);
-            }
-            let loss = g_sum(&mut tape, h);
+            let loss = w2_loss(&mut tape, x, false);
             tape.backward(loss).unwrap();
             black_box(tape.grad(x)[0]);
             tape.reset_to(mark);
@@ -154,11 +148,7 @@ mod w2_small_ops {
         let x = tape.param(Array1::from_shape_fn(16, |i| i as f32 / 16.0));
         let mark = tape.mark();
         bencher.counter(ItemsCount::new(NODES)).bench_local(|| {
-            let mut h = x;
-            for _ in 0..1000 {
-                h = grad!(tape; tanh(h * 0.9 + 0.1));
-            }
-            let loss = grad!(tape; sum(h));
+            let loss = w2_loss(&mut tape, x, true);
             tape.backward(loss).unwrap();
             black_box(tape.grad(x)[0]);
             tape.reset_to(mark);
@@ -259,24 +249,11 @@ mod w4_attention {
 
     #[divan::bench]
     fn grad(bencher: Bencher) {
-        let mut rng = Rng::new(4);
-        let (x, t) = (normal(&mut rng, &[8, 64, 64], 1.0), normal(&mut rng, &[8, 64, 64], 1.0));
         let mut tape = Tape::<f32>::new();
-        let [wq, wk, wv, wo] = [(); 4].map(|_| tape.param(normal(&mut rng, &[64, 64], 0.05)));
+        let model = Attention::new(&mut tape, 4);
         let mark = tape.mark();
         bencher.bench_local(|| {
-            let (xv, tv) = (tape.constant(&x), tape.constant(&t));
-            let q = g_matmul(&mut tape, xv, wq);
-            let k = g_matmul(&mut tape, xv, wk);
-            let v = g_matmul(&mut tape, xv, wv);
-            let kt = g_transpose(&mut tape, k);
-            let s = g_bmm(&mut tape, q, kt);
-            let s = g_muls(&mut tape, s, 0.125);
-            let p = g_softmax(&mut tape, s, -1);
-            let o = g_bmm(&mut tape, p, v);
-            let y = g_matmul(&mut tape, o, wo);
-            let loss = g_mse(&mut tape, y, tv);
-            tape.backward(loss).unwrap();
+            model.step(&mut tape);
             tape.reset_to(mark);
         });
     }
@@ -296,9 +273,7 @@ mod w5_bandwidth {
         let x = tape.param(normal(&mut Rng::new(5), &[N], 1.0));
         let mark = tape.mark();
         bencher.counter(BytesCount::new(BYTES)).bench_local(|| {
-            let s = g_sigmoid(&mut tape, x);
-            let sx = g_mul(&mut tape, s, x);
-            let loss = g_sum(&mut tape, sx);
+            let loss = w5_loss(&mut tape, x, false);
             tape.backward(loss).unwrap();
             tape.reset_to(mark);
         });
@@ -312,7 +287,7 @@ mod w5_bandwidth {
         let x = tape.param(normal(&mut Rng::new(5), &[N], 1.0));
         let mark = tape.mark();
         bencher.counter(BytesCount::new(BYTES)).bench_local(|| {
-            let loss = grad!(tape; sum(sigmoid(x) * x));
+            let loss = w5_loss(&mut tape, x, true);
             tape.backward(loss).unwrap();
             tape.reset_to(mark);
         });

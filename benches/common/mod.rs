@@ -1,7 +1,11 @@
-//! What the benchmark binaries share: seeded inputs, the W1 model and W6's memory figures.
+//! What the benchmark binaries share: seeded inputs, the W1 model, W2's and
+//! W5's losses, W4's attention and W6's memory figures.
 #![allow(dead_code)] // each binary uses a different subset
 
-use grad_runtime::{Adam, Rng, Tape, Var};
+use grad_runtime::{
+    Adam, Rng, Tape, Var, g_adds, g_bmm, g_matmul, g_mse, g_mul, g_muls, g_sigmoid, g_softmax, g_sum, g_tanh,
+    g_transpose, grad,
+};
 use ndarray::{ArrayD, IxDyn};
 
 /// Seeded normal values times `scale`, as WORKLOADS.md asks.
@@ -55,6 +59,69 @@ impl Mlp {
         let loss = grad!(tape; let h = relu(x @ w1 + b1); mse(h @ w2 + b2, t));
         tape.backward(loss).expect("the step is well formed");
         self.opt.step(tape).expect("the step is well formed");
+    }
+}
+
+/// W2's loss on `x`: 1000 × `h = tanh(h * 0.9 + 0.1)`, then `sum(h)`. With
+/// one `g_*` call per op (3001 nodes), or each link a `grad!` block, one
+/// fused node (1001 nodes).
+pub fn w2_loss(tape: &mut Tape<f32>, x: Var, fused: bool) -> Var {
+    let mut h = x;
+    for _ in 0..1000 {
+        h = if fused {
+            grad!(tape; tanh(h * 0.9 + 0.1))
+        } else {
+            let scaled = g_muls(tape, h, 0.9);
+            let shifted = g_adds(tape, scaled, 0.1);
+            g_tanh(tape, shifted)
+        };
+    }
+    g_sum(tape, h)
+}
+
+/// W5's loss `sum(sigmoid(x) * x)`: three `g_*` nodes, or one fused node
+/// (`grad!`) that stores nothing for its backward.
+pub fn w5_loss(tape: &mut Tape<f32>, x: Var, fused: bool) -> Var {
+    if fused {
+        return grad!(tape; sum(sigmoid(x) * x));
+    }
+    let s = g_sigmoid(tape, x);
+    let sx = g_mul(tape, s, x);
+    g_sum(tape, sx)
+}
+
+/// W4's model: single-head attention on x[8,64,64] against t[8,64,64],
+/// four [64,64] projections at scale 0.05.
+pub struct Attention {
+    pub x: ArrayD<f32>,
+    pub t: ArrayD<f32>,
+    pub weights: [Var; 4],
+}
+
+impl Attention {
+    pub fn new(tape: &mut Tape<f32>, seed: u64) -> Attention {
+        let mut rng = Rng::new(seed);
+        let (x, t) = (normal(&mut rng, &[8, 64, 64], 1.0), normal(&mut rng, &[8, 64, 64], 1.0));
+        let weights = [(); 4].map(|_| tape.param(normal(&mut rng, &[64, 64], 0.05)));
+        Attention { x, t, weights }
+    }
+
+    /// Forward, mse and backward, no optimizer. The inputs go onto the tape
+    /// each step, as a training loop's batches would.
+    pub fn step(&self, tape: &mut Tape<f32>) {
+        let [wq, wk, wv, wo] = self.weights;
+        let (x, t) = (tape.constant(&self.x), tape.constant(&self.t));
+        let q = g_matmul(tape, x, wq);
+        let k = g_matmul(tape, x, wk);
+        let v = g_matmul(tape, x, wv);
+        let kt = g_transpose(tape, k);
+        let s = g_bmm(tape, q, kt);
+        let s = g_muls(tape, s, 0.125);
+        let p = g_softmax(tape, s, -1);
+        let o = g_bmm(tape, p, v);
+        let y = g_matmul(tape, o, wo);
+        let loss = g_mse(tape, y, t);
+        tape.backward(loss).expect("W4 is well formed");
     }
 }
 
