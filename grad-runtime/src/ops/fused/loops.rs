@@ -23,6 +23,20 @@ use crate::simd;
 /// Elements a kernel runs over at a time.
 const TILE: usize = 64;
 
+/// Short runs are computed in blocks of this many elements, each a loop of
+/// fixed trip count that the compiler turns into whole vectors: a plain
+/// loop over 16 elements ran as 16 scalar iterations (its vector form
+/// needs more). One AVX-512 vector of `f32`.
+const LANES: usize = 16;
+
+/// The starts of the blocks of `LANES` that cover `from..len` (`len >=
+/// LANES`), the last one moved back to end at `len`: it recomputes a few
+/// elements, which an elementwise kernel writes again with the same bits.
+#[inline(always)]
+fn blocks(from: usize, len: usize) -> impl Iterator<Item = usize> {
+    (from..len).step_by(LANES).map(move |start| start.min(len - LANES))
+}
+
 /// The block of `sum_slice`'s pairwise tree (`ops/reduce.rs`): a folded
 /// sum forms the same tree to give the same bits.
 const SUM_BLOCK: usize = 1024;
@@ -181,11 +195,25 @@ fn forward_segment[T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize]
     p: [T; P],
     out: &mut [T],
 ) {
-    if let Some(x) = slices(&x) {
-        // Every input one value per element: read them in place.
-        let x = x.map(|x| &x[..out.len()]);
-        for (i, o) in out.iter_mut().enumerate() {
+    let len = out.len();
+    if let Some(x) = slices(&x)
+        && len >= LANES
+    {
+        // Every input one value per element: read them in place, whole
+        // tiles in one loop, then the rest in blocks.
+        let body = len - len % TILE;
+        for (i, o) in out[..body].iter_mut().enumerate() {
             *o = K::forward(std::array::from_fn(|k| x[k][i]), p);
+        }
+        let (mut block, mut values) = ([[T::zero(); LANES]; N], [T::zero(); LANES]);
+        for start in blocks(body, len) {
+            for (block, x) in block.iter_mut().zip(x) {
+                block.copy_from_slice(&x[start..start + LANES]);
+            }
+            for (j, v) in values.iter_mut().enumerate() {
+                *v = K::forward(std::array::from_fn(|k| block[k][j]), p);
+            }
+            out[start..start + LANES].copy_from_slice(&values);
         }
         return;
     }
@@ -285,9 +313,44 @@ fn backward_segment[T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize
 ) {
     let mut outs = outs;
     if let Some(x) = slices(&x)
+        && len >= LANES
         && outs.iter().all(|o| o.len() == len)
     {
-        return backward_in_place::<T, K, N, P>(x, y, g, p, outs, len);
+        // Whole tiles in place, then the rest in blocks (as `forward_segment`).
+        let body = len - len % TILE;
+        backward_in_place::<T, K, N, P>(x, y, g, p, outs.each_mut().map(|o| &mut **o), body);
+        let mut block = [[T::zero(); LANES]; N];
+        let mut gradients = [[T::zero(); LANES]; N];
+        let (mut y_block, mut g_block) = ([T::zero(); LANES], [T::zero(); LANES]);
+        for start in blocks(body, len) {
+            for (block, x) in block.iter_mut().zip(x) {
+                block.copy_from_slice(&x[start..start + LANES]);
+            }
+            match g {
+                Source::Slice(g) => g_block.copy_from_slice(&g[start..start + LANES]),
+                Source::Splat(g) => g_block = [g; LANES],
+            }
+            match y {
+                Some(y) => {
+                    y_block.copy_from_slice(&y[start..start + LANES]);
+                    for j in 0..LANES {
+                        let d = K::backward(std::array::from_fn(|k| block[k][j]), y_block[j], g_block[j], p);
+                        gradients.iter_mut().zip(d).for_each(|(out, d)| out[j] = d);
+                    }
+                }
+                None => {
+                    for j in 0..LANES {
+                        let x = std::array::from_fn(|k| block[k][j]);
+                        let d = K::backward(x, K::forward(x, p), g_block[j], p);
+                        gradients.iter_mut().zip(d).for_each(|(out, d)| out[j] = d);
+                    }
+                }
+            }
+            for (out, gradient) in outs.iter_mut().zip(&gradients) {
+                out[start..start + LANES].copy_from_slice(gradient);
+            }
+        }
+        return;
     }
     let mut tile = [[T::zero(); TILE]; N];
     let mut gradients = [[T::zero(); TILE]; N];

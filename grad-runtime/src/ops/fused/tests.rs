@@ -71,7 +71,8 @@ fn grad_bits(tape: &mut Tape<f32>, v: Var) -> Vec<u32> {
 
 #[test]
 fn a_chain_equals_its_ops_for_every_size() {
-    for n in [1, 16, 63, 64, 65, 1000, 40_000] {
+    // 16 to 63: blocks only; 65 and 100: a tile, then blocks that overlap it.
+    for n in [1, 15, 16, 17, 31, 63, 64, 65, 100, 1000, 40_000] {
         let x0 = random(&[n], n as u64);
         let mut fused_tape = Tape::<f32>::new();
         let x = fused_tape.param(&x0);
@@ -94,7 +95,7 @@ fn a_chain_equals_its_ops_for_every_size() {
 
 #[test]
 fn a_folded_sum_equals_its_ops_in_the_same_tree() {
-    for n in [0, 1, 1023, 1024, 1025, 5000, 70_001] {
+    for n in [0, 1, 17, 100, 1023, 1024, 1025, 5000, 70_001] {
         let x0 = random(&[n], 7);
         let mut fused_tape = Tape::<f32>::new();
         let x = fused_tape.param(&x0);
