@@ -64,7 +64,9 @@ impl<T: Float> Scalars<'_, T> {
 
 /// Walks `steps` (`well_formed` as `plan::well_formed` says), recording
 /// the first error on `tp`; the resolved node of each leaf goes to `ids`
-/// (`SCALAR_LEAF` for a Rust scalar).
+/// (`SCALAR_LEAF` for a Rust scalar). Inlined into every region's call,
+/// so the common case returns its shape in registers.
+#[inline]
 pub(crate) fn check<T: Float>(
     tp: &mut Tape<T>,
     well_formed: bool,
@@ -80,6 +82,19 @@ pub(crate) fn check<T: Float>(
     if let Some(checked) = quick(tp, steps, leaves, scalars, ids) {
         return Some(checked);
     }
+    walk(tp, steps, sites, leaves, scalars, ids)
+}
+
+/// The walk `check` falls back on: every step in turn.
+#[inline(never)]
+fn walk<T: Float>(
+    tp: &mut Tape<T>,
+    steps: &[Step],
+    sites: &[&'static Location<'static>],
+    leaves: &[Operand<T>],
+    scalars: Scalars<'_, T>,
+    ids: &mut [NodeId],
+) -> Option<Checked> {
     let mut walk = Walker { tp, steps, sites, leaves, scalars, ids, exact: true, fold_shape: None };
     let Seen::Tensor { shape, .. } = walk.visit(steps.len() - 1)? else { return malformed(walk.tp) };
     Some(Checked { shape: walk.fold_shape.take().unwrap_or(shape), exact: walk.exact })
@@ -90,6 +105,7 @@ pub(crate) fn check<T: Float>(
 /// every value that carries a gradient has that shape; only `clamp`'s
 /// bounds remain to check. `None` sends the region to
 /// the walk, which finds and records the error, if any.
+#[inline]
 fn quick<T: Float>(
     tp: &Tape<T>,
     steps: &[Step],
