@@ -78,7 +78,7 @@ impl<T: Float> Tape<T> {
     pub(super) fn non_finite_gradient(&self, id: NodeId) -> Option<GradError> {
         let node = &self.nodes[id];
         for (input, x) in node.op.inputs().enumerate() {
-            let Some(grad) = &self.grads[x] else { continue };
+            let Some(grad) = self.grad_of(x) else { continue };
             if let Some((position, bad)) = first_non_finite(&grad.data) {
                 let kind = ErrorKind::NonFinite { value: describe(bad), position, input: Some(input) };
                 let shapes = node.op.inputs().map(|x| self.shape(x).to_vec()).collect();

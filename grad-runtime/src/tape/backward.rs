@@ -97,6 +97,7 @@ impl<T: Float> Tape<T> {
             return Err(GradError::new(OP, kind, vec![seed.shape().to_vec()], location));
         }
 
+        self.grow_grads();
         self.clear_intermediate_grads();
         let mut seed_data = self.pool.take(self.nodes[loss].value.len());
         match &seed {

@@ -77,8 +77,10 @@ pub struct Tape<T: Float = f32> {
     /// not in `Node`, which stays within 128 bytes (moved inline, not by a
     /// `memcpy` call: W2 measured the difference).
     locations: Vec<&'static Location<'static>>,
-    /// One gradient slot per node, apart from `nodes` so that backward can
-    /// read values while it writes gradients. `None` means zeros.
+    /// A gradient slot per node, apart from `nodes` so that backward can
+    /// read values while it writes gradients. `None`, or no slot yet,
+    /// means zeros: slots are made by `backward` (`grow_grads`), not by
+    /// every op (writing a 64-byte `None` per node cost W2 about 5%).
     grads: Vec<Option<Tensor<T>>>,
     pool: BufferPool<T>,
     /// Recycled index buffers (class targets, embedding ids) of ops that keep them.
@@ -214,7 +216,7 @@ impl<T: Float> Tape<T> {
             recycle_op(node.op, &mut self.pool, &mut self.index_pool);
         }
         self.locations.truncate(keep);
-        for grad in self.grads.drain(keep..).flatten() {
+        for grad in self.grads.drain(keep.min(self.grads.len())..).flatten() {
             self.pool.give(grad.data);
         }
         self.clear_grads();
@@ -337,7 +339,6 @@ impl<T: Float> Tape<T> {
         let index = self.nodes.len();
         self.nodes.push(Node { op, value, generation: self.generation, requires_grad });
         self.locations.push(location);
-        self.grads.push(None);
         Var { tape: self.id, generation: self.generation, index }
     }
 
@@ -387,15 +388,21 @@ impl<T: Float> Tape<T> {
         &self.claims
     }
 
+    /// A gradient slot for every node.
+    pub(crate) fn grow_grads(&mut self) {
+        self.grads.resize_with(self.nodes.len(), || None);
+    }
+
     /// The gradient of a node, `None` when backward did not reach it.
     pub(crate) fn grad_of(&self, id: NodeId) -> Option<&Tensor<T>> {
-        self.grads[id].as_ref()
+        self.grads.get(id).and_then(Option::as_ref)
     }
 
     /// A node's value to update in place, and its gradient: what an
     /// optimizer step needs of one parameter.
     pub(crate) fn value_and_grad_mut(&mut self, id: NodeId) -> (&mut [T], Option<&[T]>) {
-        (&mut self.nodes[id].value.data, self.grads[id].as_ref().map(|g| g.data.as_slice()))
+        let grad = self.grads.get(id).and_then(Option::as_ref);
+        (&mut self.nodes[id].value.data, grad.map(|g| g.data.as_slice()))
     }
 
     /// A node's gradient to overwrite in place, made (zero-filled, from the
@@ -403,6 +410,7 @@ impl<T: Float> Tape<T> {
     /// gradient averaged across ranks.
     #[cfg(feature = "mpi")]
     pub(crate) fn grad_mut_or_zeros(&mut self, id: NodeId) -> &mut [T] {
+        self.grow_grads();
         if self.grads[id].is_none() {
             let shape = self.nodes[id].value.shape.clone();
             let data = self.pool.take_zeroed(shape.size());

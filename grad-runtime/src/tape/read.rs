@@ -96,7 +96,7 @@ impl<T: Float> Tape<T> {
         let location = Location::caller();
         let ids = vars.map(|v| self.check_or_misuse("Tape::grads", v, location));
         // The zeros of the largest untouched node serve every untouched one.
-        let untouched = ids.iter().flatten().filter(|&&id| self.grads[id].is_none());
+        let untouched = ids.iter().flatten().filter(|&&id| self.grad_of(id).is_none());
         let needed = untouched.map(|&id| self.nodes[id].value.len()).max().unwrap_or(0);
         if self.zeros.len() < needed {
             self.zeros.resize(needed, T::zero());
@@ -164,7 +164,7 @@ impl<T: Float> Tape<T> {
 
     fn grad_view(&mut self, id: NodeId) -> ArrayViewD<'_, T> {
         let len = self.nodes[id].value.len();
-        if self.grads[id].is_none() && self.zeros.len() < len {
+        if self.grad_of(id).is_none() && self.zeros.len() < len {
             self.zeros.resize(len, T::zero());
         }
         self.grad_or_zeros(id)
@@ -173,7 +173,7 @@ impl<T: Float> Tape<T> {
     /// The node's gradient, or zeros of its shape from the zeros buffer,
     /// which the caller has sized to it.
     fn grad_or_zeros(&self, id: NodeId) -> ArrayViewD<'_, T> {
-        if let Some(grad) = &self.grads[id] {
+        if let Some(grad) = self.grad_of(id) {
             return grad.view();
         }
         let value = &self.nodes[id].value;
