@@ -1,4 +1,4 @@
-//! Node counts and peak memory of W1, W2 and W5 (WORKLOADS.md), each as
+//! Node counts and peak memory of W1, W2 and W5 (benches/README.md), each as
 //! the hand-written `g_*` ops and as a `grad!` block with its elementwise
 //! chains fused. Each runs in a child process of its own (peak resident
 //! memory is per process): three steps, then the step's node count and

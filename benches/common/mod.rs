@@ -8,7 +8,7 @@ use grad_runtime::{
 };
 use ndarray::{ArrayD, IxDyn};
 
-/// Seeded normal values times `scale`, as WORKLOADS.md asks.
+/// Seeded normal values times `scale`, as the workloads ask (benches/README.md).
 pub fn normal(rng: &mut Rng, shape: &[usize], scale: f32) -> ArrayD<f32> {
     ArrayD::from_shape_fn(IxDyn(shape), |_| rng.normal() as f32 * scale)
 }
