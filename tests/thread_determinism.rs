@@ -27,6 +27,12 @@ fn run(threads: usize) -> Vec<ArrayD<f32>> {
     // A batch of products each too small to split, shared out by product.
     let [qa, qb] = [(); 2].map(|_| tape.param(rng.normal_array(&[16, 64, 64]).mapv(|v| v as f32)));
     let batched = g_bmm(&mut tape, qa, qb);
+    // Medium products, cut in two for the caller and the helper thread:
+    // one product (2^20 multiply-adds), and a batch forward and backward.
+    let [ma, mb] = [[256, 64], [64, 64]].map(|shape| tape.param(rng.normal_array(&shape).mapv(|v| v as f32)));
+    let medium = g_matmul(&mut tape, ma, mb);
+    let [pa, pb] = [(); 2].map(|_| tape.param(rng.normal_array(&[8, 64, 64]).mapv(|v| v as f32)));
+    let paired = g_bmm(&mut tape, pa, pb);
     // A convolution, shared out by chunks of images.
     let image = tape.param(rng.normal_array(&[8, 8, 24, 24]).mapv(|v| v as f32));
     let kernel = tape.param(rng.normal_array(&[16, 8, 3, 3]).mapv(|v| v as f32 * 0.1));
@@ -47,14 +53,15 @@ fn run(threads: usize) -> Vec<ArrayD<f32>> {
     // Fused regions: by rows (`b` broadcast), and a folded sum.
     let f = grad!(tape; gelu(h + b) * 0.5 - z / 4.0);
     let folded = grad!(tape; sum(sigmoid(x) * x));
-    let loss = grad!(tape; loss + sum(f * f) + folded + sum(batched * batched) + sum(conv * conv));
+    let loss = grad!(tape; loss + sum(f * f) + folded + sum(batched * batched) + sum(conv * conv)
+        + sum(medium * medium) + sum(paired * paired));
     tape.backward(loss).expect("the graph is well formed");
-    let mut out: Vec<ArrayD<f32>> = [s, sx, t, h, z, e, p, l, m, f, folded, batched, conv, loss]
+    let mut out: Vec<ArrayD<f32>> = [s, sx, t, h, z, e, p, l, m, f, folded, batched, conv, medium, paired, loss]
         .iter()
         .map(|&v| tape.value(v).to_owned())
         .collect();
-    out.extend([x, w, b, qa, qb, image, kernel].iter().map(|&v| tape.grad(v).to_owned()));
-    for v in [qa, qb, image, kernel] {
+    out.extend([x, w, b, qa, qb, ma, mb, pa, pb, image, kernel].iter().map(|&v| tape.grad(v).to_owned()));
+    for v in [qa, qb, ma, mb, pa, pb, image, kernel] {
         tape.freeze(v).expect("a parameter of this tape");
     }
     let mut adam = Adam::new(1e-2);

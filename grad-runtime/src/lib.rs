@@ -57,6 +57,7 @@ mod math;
 pub mod nn;
 mod ops;
 mod optim;
+mod pair;
 mod parallel;
 mod params;
 mod pool;

@@ -27,7 +27,7 @@ mod pack;
 use rayon::prelude::*;
 
 use crate::simd::{self, Level};
-use crate::{Float, parallel};
+use crate::{Float, pair, parallel};
 
 /// The depth of one packed block: part of the summation order, so fixed
 /// (never derived from the thread count or the CPU).
@@ -36,11 +36,17 @@ pub(crate) const KC: usize = 256;
 /// Columns of `b` packed at a time.
 const NC: usize = 4096;
 
-/// Below this many multiply-adds a product stays on one thread: handing
-/// rows to another costs more than it saves (40 µs or so; W4's 512×64×64
-/// products, 2^21, ran slower on two threads, W1's 64×784×256 faster; see
-/// `parallel.rs` and benches/README.md).
+/// Below this many multiply-adds a product does not go to the pool:
+/// handing rows to it costs more than it saves (40 µs or so; W4's
+/// 512×64×64 products, 2^21, ran slower on two threads, W1's 64×784×256
+/// faster; see `parallel.rs` and benches/README.md). From
+/// [`MIN_PAIR_FLOPS`] it goes to the caller and the helper of `pair.rs`.
 pub(crate) const MIN_PARALLEL_FLOPS: usize = 1 << 22;
+
+/// From this many multiply-adds up to [`MIN_PARALLEL_FLOPS`], a product's
+/// rows are cut in two halves for the caller and the helper thread of
+/// `pair.rs` (a hand-off of about 2 µs, against 20 µs of work in a half).
+pub(crate) const MIN_PAIR_FLOPS: usize = 1 << 20;
 
 /// Below this many elements a block of `b` is packed on one thread.
 const MIN_PARALLEL_PACK: usize = 1 << 18;
@@ -134,7 +140,9 @@ fn blocked<T: Float, const MR: usize, const NR: usize>(
 ) {
     let (m, k, n) = (a.rows, a.cols, b.cols);
     let threads = parallel::num_threads();
-    let parallel = m.saturating_mul(n).saturating_mul(k) >= MIN_PARALLEL_FLOPS && m > MR && threads > 1;
+    let flops = m.saturating_mul(n).saturating_mul(k);
+    let parallel = flops >= MIN_PARALLEL_FLOPS && m > MR && threads > 1;
+    let paired = !parallel && flops >= MIN_PAIR_FLOPS && m >= 2 * MR && threads > 1;
     let m_padded = m.div_ceil(MR) * MR;
     for jc in (0..n).step_by(NC) {
         let nc = NC.min(n - jc);
@@ -176,6 +184,12 @@ fn blocked<T: Float, const MR: usize, const NR: usize>(
                         .enumerate()
                         .for_each(|(piece, (c_rows, packed_a))| rows(piece * per_piece, c_rows, packed_a));
                 });
+            } else if paired {
+                // The same pieces of whole panels, two of them.
+                let top = m_padded / MR / 2;
+                let (c_top, c_bottom) = c.split_at_mut(top * MR * n);
+                let (a_top, a_bottom) = packed_a.split_at_mut(top * MR * kc);
+                pair::pair(|| rows(0, c_top, a_top), || rows(top, c_bottom, a_bottom));
             } else {
                 rows(0, c, packed_a);
             }

@@ -15,7 +15,7 @@ use crate::ops::Op;
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
 use crate::tensor::Tensor;
-use crate::{Float, Tape, Var, parallel};
+use crate::{Float, Tape, Var, pair, parallel};
 
 /// The matrix product `a @ b` with NumPy's rules for stacks of matrices:
 ///
@@ -163,13 +163,28 @@ impl Plan {
 
     /// The pieces a batch is shared out in: products run one after
     /// another within a piece, pieces on several threads when each product
-    /// is too small to split itself.
+    /// is too small to split itself (two pieces, for the caller and the
+    /// helper of `pair.rs`, when the batch is of medium size).
     fn pieces(&self) -> usize {
         let work = self.m.saturating_mul(self.n).saturating_mul(self.k);
         let total = work.saturating_mul(self.count());
-        let small = work < gemm::MIN_PARALLEL_FLOPS && total >= gemm::MIN_PARALLEL_FLOPS;
         let threads = parallel::num_threads();
-        if self.count() > 1 && small && threads > 1 { self.count().min(2 * threads) } else { 1 }
+        if self.count() < 2 || threads < 2 {
+            1
+        } else if work < gemm::MIN_PARALLEL_FLOPS && total >= gemm::MIN_PARALLEL_FLOPS {
+            self.count().min(2 * threads)
+        } else if work < gemm::MIN_PAIR_FLOPS && total >= gemm::MIN_PAIR_FLOPS {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// Whether a batch in two pieces goes to the helper of `pair.rs`
+    /// rather than the pool.
+    fn paired(&self, pieces: usize) -> bool {
+        let total = self.m.saturating_mul(self.n).saturating_mul(self.k).saturating_mul(self.count());
+        pieces == 2 && total < gemm::MIN_PARALLEL_FLOPS
     }
 
     /// `out[product] = a @ b` for each product, `operands(ia, ib)` giving
@@ -203,10 +218,25 @@ impl Plan {
         if pieces == 1 {
             return work(0, out, &mut scratch[..per]);
         }
+        if self.paired(pieces) {
+            let (out_first, out_second) = out.split_at_mut(per_piece * m * n);
+            let (scratch_first, scratch_second) = scratch.split_at_mut(per);
+            return pair::pair(|| work(0, out_first, scratch_first), || work(1, out_second, scratch_second));
+        }
         parallel::run(true, || {
             let blocks = out.par_chunks_mut(per_piece * m * n).zip(scratch.par_chunks_mut(per));
             blocks.enumerate().for_each(|(piece, (out, scratch))| work(piece, out, scratch));
         });
+    }
+
+    /// Whether the backward products giving the gradient of an operand of
+    /// shape `sx` run in two halves of the batch, for the caller and the
+    /// helper of `pair.rs`: a medium-sized batch in which `sx` is not
+    /// broadcast, so each product writes a block of the gradient of its own.
+    fn paired_backward(&self, sx: &[usize]) -> bool {
+        let Some(batch) = &self.batch else { return false };
+        let pieces = self.pieces();
+        sx[..sx.len() - 2] == *batch.slice() && self.paired(pieces)
     }
 
     /// The element offsets in `a` and `b` of the operands of product `i`
@@ -255,25 +285,71 @@ pub(crate) fn matmul_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T
     let (va, vb) = (sink.value(a), sink.value(b));
     let plan = Plan::new(va.shape(), vb.shape()).expect("invariant: shapes were checked in the forward pass");
     let (m, k, n) = (plan.m, plan.k, plan.n);
-    // Scratch for both products: g @ bᵀ is m × n by n × k, aᵀ @ g is k × m by m × n.
-    let mut scratch = sink.scratch(gemm::scratch_len::<T>(m, n, k).max(gemm::scratch_len::<T>(k, m, n)));
+    let (sa, sb) = (va.shape(), vb.shape());
+    // Scratch for both products: g @ bᵀ is m × n by n × k, aᵀ @ g is k × m by m × n;
+    // twice that when a batch runs in two halves.
+    let per = gemm::scratch_len::<T>(m, n, k).max(gemm::scratch_len::<T>(k, m, n));
+    let halves = plan.paired_backward(sa) || plan.paired_backward(sb);
+    let mut scratch = sink.scratch(if halves { 2 * per } else { per });
     // Broadcast batches add several products into one block: accumulate
     // into zeros. Without a batch there is one product, written whole.
     let accumulate = plan.batch.is_some();
     let contribute = |sink: &mut GradSink<'_, T>, x: NodeId, fill: &mut dyn FnMut(&mut [T])| {
         if accumulate { sink.contribute_zeroed(x, fill) } else { sink.contribute(x, fill) }
     };
+    // Product i's gradient of `a` into `ga`, which starts at product `first`'s block.
+    let grad_a = |i: usize, first: usize, ga: &mut [T], scratch: &mut [T]| {
+        let ((ia, ib), io) = (plan.offsets(sa, sb, i), i * m * n);
+        let (b, g) = (MatRef::row_major(&vb.data[ib..], k, n), MatRef::row_major(&g.data[io..], m, n));
+        let ia = ia - first * m * k;
+        gemm::gemm(g, b.t(), &mut ga[ia..ia + m * k], accumulate, scratch);
+    };
+    let grad_b = |i: usize, first: usize, gb: &mut [T], scratch: &mut [T]| {
+        let ((ia, ib), io) = (plan.offsets(sa, sb, i), i * m * n);
+        let (a, g) = (MatRef::row_major(&va.data[ia..], m, k), MatRef::row_major(&g.data[io..], m, n));
+        let ib = ib - first * k * n;
+        gemm::gemm(a.t(), g, &mut gb[ib..ib + k * n], accumulate, scratch);
+    };
     contribute(sink, a, &mut |ga| {
-        plan.for_each_product(va.shape(), vb.shape(), |ia, ib, io| {
-            let (b, g) = (MatRef::row_major(&vb.data[ib..], k, n), MatRef::row_major(&g.data[io..], m, n));
-            gemm::gemm(g, b.t(), &mut ga[ia..ia + m * k], accumulate, &mut scratch);
-        })
+        if plan.paired_backward(sa) {
+            in_halves(plan.count(), m * k, ga, &mut scratch, per, &grad_a);
+        } else {
+            plan.for_each_product(sa, sb, |ia, ib, io| {
+                let (b, g) = (MatRef::row_major(&vb.data[ib..], k, n), MatRef::row_major(&g.data[io..], m, n));
+                gemm::gemm(g, b.t(), &mut ga[ia..ia + m * k], accumulate, &mut scratch[..per]);
+            })
+        }
     });
     contribute(sink, b, &mut |gb| {
-        plan.for_each_product(va.shape(), vb.shape(), |ia, ib, io| {
-            let (a, g) = (MatRef::row_major(&va.data[ia..], m, k), MatRef::row_major(&g.data[io..], m, n));
-            gemm::gemm(a.t(), g, &mut gb[ib..ib + k * n], accumulate, &mut scratch);
-        })
+        if plan.paired_backward(sb) {
+            in_halves(plan.count(), k * n, gb, &mut scratch, per, &grad_b);
+        } else {
+            plan.for_each_product(sa, sb, |ia, ib, io| {
+                let (a, g) = (MatRef::row_major(&va.data[ia..], m, k), MatRef::row_major(&g.data[io..], m, n));
+                gemm::gemm(a.t(), g, &mut gb[ib..ib + k * n], accumulate, &mut scratch[..per]);
+            })
+        }
     });
     sink.recycle(scratch);
+}
+
+/// `product(i, first, blocks, scratch)` for the `count` products of a
+/// batch whose gradient blocks (of `block` elements each, one per product)
+/// make up `gradient`: the first half of the products on this thread, the
+/// second on the helper of `pair.rs`, each with its own `per` of scratch.
+fn in_halves<T: Float>(
+    count: usize,
+    block: usize,
+    gradient: &mut [T],
+    scratch: &mut [T],
+    per: usize,
+    product: &(impl Fn(usize, usize, &mut [T], &mut [T]) + Sync),
+) {
+    let half = count.div_ceil(2);
+    let (first, second) = gradient.split_at_mut(half * block);
+    let (scratch_first, scratch_second) = scratch.split_at_mut(per);
+    pair::pair(
+        || (0..half).for_each(|i| product(i, 0, first, scratch_first)),
+        || (half..count).for_each(|i| product(i, half, second, &mut scratch_second[..per])),
+    );
 }
