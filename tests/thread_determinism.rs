@@ -33,6 +33,9 @@ fn run(threads: usize) -> Vec<ArrayD<f32>> {
     let medium = g_matmul(&mut tape, ma, mb);
     let [pa, pb] = [(); 2].map(|_| tape.param(rng.normal_array(&[8, 64, 64]).mapv(|v| v as f32)));
     let paired = g_bmm(&mut tape, pa, pb);
+    // Medium elementwise passes (32K elements), cut in two the same way.
+    let soft = g_softmax(&mut tape, paired, -1);
+    let medium_tanh = g_tanh(&mut tape, soft);
     // A convolution, shared out by chunks of images.
     let image = tape.param(rng.normal_array(&[8, 8, 24, 24]).mapv(|v| v as f32));
     let kernel = tape.param(rng.normal_array(&[16, 8, 3, 3]).mapv(|v| v as f32 * 0.1));
@@ -54,12 +57,13 @@ fn run(threads: usize) -> Vec<ArrayD<f32>> {
     let f = grad!(tape; gelu(h + b) * 0.5 - z / 4.0);
     let folded = grad!(tape; sum(sigmoid(x) * x));
     let loss = grad!(tape; loss + sum(f * f) + folded + sum(batched * batched) + sum(conv * conv)
-        + sum(medium * medium) + sum(paired * paired));
+        + sum(medium * medium) + sum(paired * paired) + sum(medium_tanh * medium_tanh));
     tape.backward(loss).expect("the graph is well formed");
-    let mut out: Vec<ArrayD<f32>> = [s, sx, t, h, z, e, p, l, m, f, folded, batched, conv, medium, paired, loss]
-        .iter()
-        .map(|&v| tape.value(v).to_owned())
-        .collect();
+    let mut out: Vec<ArrayD<f32>> =
+        [s, sx, t, h, z, e, p, l, m, f, folded, batched, conv, medium, paired, soft, medium_tanh, loss]
+            .iter()
+            .map(|&v| tape.value(v).to_owned())
+            .collect();
     out.extend([x, w, b, qa, qb, ma, mb, pa, pb, image, kernel].iter().map(|&v| tape.grad(v).to_owned()));
     for v in [qa, qb, ma, mb, pa, pb, image, kernel] {
         tape.freeze(v).expect("a parameter of this tape");

@@ -15,6 +15,7 @@ use std::sync::{Arc, RwLock};
 use rayon::prelude::*;
 
 use crate::error::{ErrorKind, GradError};
+use crate::pair;
 
 /// The pool, built on first use.
 static POOL: RwLock<Option<Arc<rayon::ThreadPool>>> = RwLock::new(None);
@@ -25,6 +26,11 @@ static POOL: RwLock<Option<Arc<rayon::ThreadPool>>> = RwLock::new(None);
 /// VM, see `benches/README.md`), so a pass must take well over that alone:
 /// at 2^15 elements W4's ops ran slower on two threads than on one.
 pub(crate) const MIN_PARALLEL_ELEMENTS: usize = 1 << 17;
+
+/// From this many elements up to [`MIN_PARALLEL_ELEMENTS`], an
+/// elementwise pass is cut in two for the caller and the helper thread of
+/// `pair.rs`, whose hand-off costs about 2 µs.
+pub(crate) const MIN_PAIR_ELEMENTS: usize = 2 * CHUNK;
 
 /// The piece of an elementwise pass one thread takes at a time: large
 /// enough to amortise the hand-off, small enough to balance two cores.
@@ -109,6 +115,12 @@ pub(crate) fn run<R: Send>(parallel: bool, f: impl FnOnce() -> R + Send) -> R {
 /// does not depend on the thread count.
 pub(crate) fn for_each_chunk<T: Send>(out: &mut [T], f: impl Fn(usize, &mut [T]) + Sync) {
     if !worth_it(out.len()) {
+        if out.len() >= MIN_PAIR_ELEMENTS {
+            // Two halves cut where the pool's pieces would be cut.
+            let mid = out.len() / 2 / CHUNK * CHUNK;
+            let (first, second) = out.split_at_mut(mid);
+            return pair::pair(|| f(0, first), || f(mid, second));
+        }
         f(0, out);
         return;
     }
@@ -120,6 +132,11 @@ pub(crate) fn for_each_chunk<T: Send>(out: &mut [T], f: impl Fn(usize, &mut [T])
 /// `out` is large enough.
 pub(crate) fn for_each_rows<T: Send>(out: &mut [T], row_len: usize, f: impl Fn(usize, &mut [T]) + Sync) {
     if !worth_it(out.len()) || row_len == 0 {
+        let rows = out.len().checked_div(row_len).unwrap_or(0);
+        if out.len() >= MIN_PAIR_ELEMENTS && rows >= 2 {
+            let (first, second) = out.split_at_mut(rows / 2 * row_len);
+            return pair::pair(|| f(0, first), || f(rows / 2, second));
+        }
         f(0, out);
         return;
     }
