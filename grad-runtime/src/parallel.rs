@@ -7,8 +7,10 @@
 //! The pool starts with `GRAD_NUM_THREADS` threads if that is set (to a
 //! positive integer), else one per core; [`set_num_threads`] changes it.
 //! Small tensors never reach the pool: below a size measured on the kernels
-//! (`MIN_PARALLEL_ELEMENTS`), handing work to another thread costs more than
-//! it saves, so small graphs run exactly as they would on one thread.
+//! (`MIN_PARALLEL_ELEMENTS`), handing work to the pool costs more than it
+//! saves. Medium ones (from `MIN_PAIR_ELEMENTS`) are cut in two for the
+//! caller and the helper thread of `pair.rs`, whose hand-off is cheaper;
+//! small graphs run exactly as they would on one thread.
 
 use std::sync::{Arc, RwLock};
 
