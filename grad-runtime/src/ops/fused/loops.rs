@@ -330,22 +330,10 @@ fn backward_segment[T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize
                 Source::Slice(g) => g_block.copy_from_slice(&g[start..start + LANES]),
                 Source::Splat(g) => g_block = [g; LANES],
             }
-            match y {
-                Some(y) => {
-                    y_block.copy_from_slice(&y[start..start + LANES]);
-                    for j in 0..LANES {
-                        let d = K::backward(std::array::from_fn(|k| block[k][j]), y_block[j], g_block[j], p);
-                        gradients.iter_mut().zip(d).for_each(|(out, d)| out[j] = d);
-                    }
-                }
-                None => {
-                    for j in 0..LANES {
-                        let x = std::array::from_fn(|k| block[k][j]);
-                        let d = K::backward(x, K::forward(x, p), g_block[j], p);
-                        gradients.iter_mut().zip(d).for_each(|(out, d)| out[j] = d);
-                    }
-                }
+            if let Some(y) = y {
+                y_block.copy_from_slice(&y[start..start + LANES]);
             }
+            gradients_of::<T, K, N, P, LANES>(&block, y.map(|_| &y_block), &g_block, p, LANES, &mut gradients);
             for (out, gradient) in outs.iter_mut().zip(&gradients) {
                 out[start..start + LANES].copy_from_slice(gradient);
             }
@@ -361,22 +349,10 @@ fn backward_segment[T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize
         let m = TILE.min(len - start);
         fill(&x, start, &mut tile, m);
         fill(std::slice::from_ref(&g), start, std::slice::from_mut(&mut g_tile), m);
-        match y {
-            Some(y) => {
-                y_tile[..m].copy_from_slice(&y[start..start + m]);
-                for j in 0..m {
-                    let d = K::backward(std::array::from_fn(|k| tile[k][j]), y_tile[j], g_tile[j], p);
-                    gradients.iter_mut().zip(d).for_each(|(out, d)| out[j] = d);
-                }
-            }
-            None => {
-                for j in 0..m {
-                    let x = std::array::from_fn(|k| tile[k][j]);
-                    let d = K::backward(x, K::forward(x, p), g_tile[j], p);
-                    gradients.iter_mut().zip(d).for_each(|(out, d)| out[j] = d);
-                }
-            }
+        if let Some(y) = y {
+            y_tile[..m].copy_from_slice(&y[start..start + m]);
         }
+        gradients_of::<T, K, N, P, TILE>(&tile, y.map(|_| &y_tile), &g_tile, p, m, &mut gradients);
         for (out, gradient) in outs.iter_mut().zip(&gradients) {
             if !out.is_empty() {
                 out[start..start + m].copy_from_slice(&gradient[..m]);
@@ -384,6 +360,36 @@ fn backward_segment[T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize
         }
     }
 }
+}
+
+/// Each input's gradient at the first `m` elements of the arrays `x`, where
+/// `y` holds the root's values (`None`: recomputed, for a folded region)
+/// and `g` its gradient. Inlined into both loops of `backward_segment`, so
+/// a block's fixed `m` still gives whole vectors.
+#[inline(always)]
+fn gradients_of<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize, const M: usize>(
+    x: &[[T; M]; N],
+    y: Option<&[T; M]>,
+    g: &[T; M],
+    p: [T; P],
+    m: usize,
+    gradients: &mut [[T; M]; N],
+) {
+    match y {
+        Some(y) => {
+            for j in 0..m {
+                let d = K::backward(std::array::from_fn(|k| x[k][j]), y[j], g[j], p);
+                gradients.iter_mut().zip(d).for_each(|(out, d)| out[j] = d);
+            }
+        }
+        None => {
+            for j in 0..m {
+                let xj = std::array::from_fn(|k| x[k][j]);
+                let d = K::backward(xj, K::forward(xj, p), g[j], p);
+                gradients.iter_mut().zip(d).for_each(|(out, d)| out[j] = d);
+            }
+        }
+    }
 }
 
 /// `backward_segment` when every input is read in place and every
