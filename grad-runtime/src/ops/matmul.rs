@@ -289,67 +289,64 @@ pub(crate) fn matmul_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T
     // Scratch for both products: g @ bᵀ is m × n by n × k, aᵀ @ g is k × m by m × n;
     // twice that when a batch runs in two halves.
     let per = gemm::scratch_len::<T>(m, n, k).max(gemm::scratch_len::<T>(k, m, n));
-    let halves = plan.paired_backward(sa) || plan.paired_backward(sb);
-    let mut scratch = sink.scratch(if halves { 2 * per } else { per });
+    let (halves_a, halves_b) = (plan.paired_backward(sa), plan.paired_backward(sb));
+    let mut scratch = sink.scratch(if halves_a || halves_b { 2 * per } else { per });
     // Broadcast batches add several products into one block: accumulate
     // into zeros. Without a batch there is one product, written whole.
     let accumulate = plan.batch.is_some();
     let contribute = |sink: &mut GradSink<'_, T>, x: NodeId, fill: &mut dyn FnMut(&mut [T])| {
         if accumulate { sink.contribute_zeroed(x, fill) } else { sink.contribute(x, fill) }
     };
-    // Product i's gradient of `a` into `ga`, which starts at product `first`'s block.
-    let grad_a = |i: usize, first: usize, ga: &mut [T], scratch: &mut [T]| {
-        let ((ia, ib), io) = (plan.offsets(sa, sb, i), i * m * n);
+    // A product's gradient block of `a` from the block of `b` at `ib` and of
+    // `g` at `io`; of `b` from the block of `a` at `ia` and of `g` at `io`.
+    let grad_a = |ib: usize, io: usize, ga: &mut [T], scratch: &mut [T]| {
         let (b, g) = (MatRef::row_major(&vb.data[ib..], k, n), MatRef::row_major(&g.data[io..], m, n));
-        let ia = ia - first * m * k;
-        gemm::gemm(g, b.t(), &mut ga[ia..ia + m * k], accumulate, scratch);
+        gemm::gemm(g, b.t(), ga, accumulate, scratch);
     };
-    let grad_b = |i: usize, first: usize, gb: &mut [T], scratch: &mut [T]| {
-        let ((ia, ib), io) = (plan.offsets(sa, sb, i), i * m * n);
+    let grad_b = |ia: usize, io: usize, gb: &mut [T], scratch: &mut [T]| {
         let (a, g) = (MatRef::row_major(&va.data[ia..], m, k), MatRef::row_major(&g.data[io..], m, n));
-        let ib = ib - first * k * n;
-        gemm::gemm(a.t(), g, &mut gb[ib..ib + k * n], accumulate, scratch);
+        gemm::gemm(a.t(), g, gb, accumulate, scratch);
     };
     contribute(sink, a, &mut |ga| {
-        if plan.paired_backward(sa) {
-            in_halves(plan.count(), m * k, ga, &mut scratch, per, &grad_a);
+        if halves_a {
+            let product =
+                |i, ga: &mut [T], scratch: &mut [T]| grad_a(plan.offsets(sa, sb, i).1, i * m * n, ga, scratch);
+            in_halves(plan.count(), m * k, ga, &mut scratch, per, &product);
         } else {
-            plan.for_each_product(sa, sb, |ia, ib, io| {
-                let (b, g) = (MatRef::row_major(&vb.data[ib..], k, n), MatRef::row_major(&g.data[io..], m, n));
-                gemm::gemm(g, b.t(), &mut ga[ia..ia + m * k], accumulate, &mut scratch[..per]);
-            })
+            plan.for_each_product(sa, sb, |ia, ib, io| grad_a(ib, io, &mut ga[ia..ia + m * k], &mut scratch[..per]));
         }
     });
     contribute(sink, b, &mut |gb| {
-        if plan.paired_backward(sb) {
-            in_halves(plan.count(), k * n, gb, &mut scratch, per, &grad_b);
+        if halves_b {
+            let product =
+                |i, gb: &mut [T], scratch: &mut [T]| grad_b(plan.offsets(sa, sb, i).0, i * m * n, gb, scratch);
+            in_halves(plan.count(), k * n, gb, &mut scratch, per, &product);
         } else {
-            plan.for_each_product(sa, sb, |ia, ib, io| {
-                let (a, g) = (MatRef::row_major(&va.data[ia..], m, k), MatRef::row_major(&g.data[io..], m, n));
-                gemm::gemm(a.t(), g, &mut gb[ib..ib + k * n], accumulate, &mut scratch[..per]);
-            })
+            plan.for_each_product(sa, sb, |ia, ib, io| grad_b(ia, io, &mut gb[ib..ib + k * n], &mut scratch[..per]));
         }
     });
     sink.recycle(scratch);
 }
 
-/// `product(i, first, blocks, scratch)` for the `count` products of a
-/// batch whose gradient blocks (of `block` elements each, one per product)
-/// make up `gradient`: the first half of the products on this thread, the
-/// second on the helper of `pair.rs`, each with its own `per` of scratch.
+/// `product(i, block_i, scratch)` for the `count` products of a batch
+/// whose gradient is `gradient`, one block of `block` elements per product
+/// in order: the first half of the products on this thread, the second on
+/// the helper of `pair.rs`, each with its own `per` of scratch.
 fn in_halves<T: Float>(
     count: usize,
     block: usize,
     gradient: &mut [T],
     scratch: &mut [T],
     per: usize,
-    product: &(impl Fn(usize, usize, &mut [T], &mut [T]) + Sync),
+    product: &(impl Fn(usize, &mut [T], &mut [T]) + Sync),
 ) {
     let half = count.div_ceil(2);
     let (first, second) = gradient.split_at_mut(half * block);
     let (scratch_first, scratch_second) = scratch.split_at_mut(per);
-    pair::pair(
-        || (0..half).for_each(|i| product(i, 0, first, scratch_first)),
-        || (half..count).for_each(|i| product(i, half, second, &mut scratch_second[..per])),
-    );
+    let run = |from: usize, blocks: &mut [T], scratch: &mut [T]| {
+        for (j, out) in blocks.chunks_exact_mut(block).enumerate() {
+            product(from + j, out, &mut scratch[..per]);
+        }
+    };
+    pair::pair(|| run(0, first, scratch_first), || run(half, second, scratch_second));
 }
