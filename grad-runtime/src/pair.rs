@@ -31,7 +31,7 @@ use crate::parallel;
 /// least: longer than the gaps between the products of a training step
 /// (tens of µs), short enough that an idle program stops using the core
 /// at once.
-pub(crate) const KEEP_AWAKE_US: u64 = 1000;
+const KEEP_AWAKE_US: u64 = 1000;
 
 /// What a hand-off may add to the helper's half without counting as
 /// falling behind.
