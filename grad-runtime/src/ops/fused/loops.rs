@@ -17,7 +17,7 @@ use super::kernel::Kernel;
 use crate::Float;
 use crate::broadcast::broadcast_strides;
 use crate::ops::reduce::sum_slice;
-use crate::parallel::{self, CHUNK, worth_it};
+use crate::parallel::{self, CHUNK, MIN_PAIR_ELEMENTS, worth_it};
 use crate::simd;
 
 /// Elements a kernel runs over at a time.
@@ -62,6 +62,21 @@ pub(crate) enum Source<'a, T> {
 /// only adds or drops dims of 1), or one element.
 pub(crate) fn is_flat(len: usize, total: usize) -> bool {
     len == total || len == 1
+}
+
+/// The inputs along the whole output of `total` elements, when each is
+/// read flat (see [`is_flat`]).
+#[inline(always)]
+fn flat_sources<'a, T: Copy, const N: usize>(inputs: &[Input<'a, T>; N], total: usize) -> Option<[Source<'a, T>; N]> {
+    let mut sources = [Source::Slice(&[][..]); N];
+    for (source, input) in sources.iter_mut().zip(inputs) {
+        *source = match input.data {
+            [one] => Source::Splat(*one),
+            data if data.len() == total => Source::Slice(data),
+            _ => return None,
+        };
+    }
+    Some(sources)
 }
 
 /// How each input is read along the output.
@@ -119,6 +134,12 @@ pub(crate) fn forward<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usi
     shape: &[usize],
     out: &mut [T],
 ) {
+    if out.len() < MIN_PAIR_ELEMENTS
+        && let Some(x) = flat_sources(inputs, out.len())
+    {
+        // One segment on this thread: nothing between the call and the kernel.
+        return forward_segment::<T, K, N, P>(x, p, out);
+    }
     let walk = Walk::new(inputs, shape);
     match walk.unit() {
         1 if walk.strides.is_none() => parallel::for_each_chunk(out, |offset, chunk| {
@@ -242,8 +263,15 @@ pub(crate) fn backward<T: Float, K: Kernel<T, N, P>, const N: usize, const P: us
     g: Source<'_, T>,
     outs: [&mut [T]; N],
 ) {
+    let total = shape.iter().product::<usize>();
+    if !worth_it(total)
+        && let Some(x) = flat_sources(inputs, total)
+    {
+        // One segment on this thread (as `forward`).
+        return backward_segment::<T, K, N, P>(x, y, g, p, outs, total);
+    }
     let walk = Walk::new(inputs, shape);
-    let (total, unit) = (shape.iter().product::<usize>(), walk.unit());
+    let unit = walk.unit();
     if total == 0 || unit == 0 {
         return;
     }
@@ -318,7 +346,9 @@ fn backward_segment[T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize
     {
         // Whole tiles in place, then the rest in blocks (as `forward_segment`).
         let body = len - len % TILE;
-        backward_in_place::<T, K, N, P>(x, y, g, p, outs.each_mut().map(|o| &mut **o), body);
+        if body > 0 {
+            backward_in_place::<T, K, N, P>(x, y, g, p, outs.each_mut().map(|o| &mut **o), body);
+        }
         let mut block = [[T::zero(); LANES]; N];
         let mut gradients = [[T::zero(); LANES]; N];
         let (mut y_block, mut g_block) = ([T::zero(); LANES], [T::zero(); LANES]);
