@@ -24,7 +24,11 @@ impl<T: Copy + Default> BufferPool<T> {
     /// A buffer of `len` elements whose contents are unspecified (stale
     /// values of an earlier tensor, or zeros): for callers that overwrite
     /// every element.
+    #[inline]
     pub(crate) fn take(&mut self, len: usize) -> Vec<T> {
+        if len == 0 {
+            return Vec::new();
+        }
         self.reuse(len).unwrap_or_else(|| vec![T::default(); len])
     }
 

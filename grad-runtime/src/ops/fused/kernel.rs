@@ -125,7 +125,9 @@ pub(crate) fn broadcast_all<T>(inputs: &[Input<'_, T>]) -> Option<IxDyn> {
 /// `GradSink::contribute_broadcast` does for an unfused op.
 fn contribute<T: Float>(sink: &mut GradSink<'_, T>, id: NodeId, partial: Vec<T>, on: &[usize]) {
     let shape = sink.value(id).shape();
-    if shape == on {
+    // Axis by axis, not `==`: slice equality is a call to `bcmp`, which
+    // costs more than the whole comparison of a few axes.
+    if shape.len() == on.len() && shape.iter().zip(on).all(|(a, b)| a == b) {
         sink.add(id, partial);
         return;
     }
