@@ -226,15 +226,12 @@ fn forward_segment[T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize]
         for (i, o) in out[..body].iter_mut().enumerate() {
             *o = K::forward(std::array::from_fn(|k| x[k][i]), p);
         }
-        let (mut block, mut values) = ([[T::zero(); LANES]; N], [T::zero(); LANES]);
         for start in blocks(body, len) {
-            for (block, x) in block.iter_mut().zip(x) {
-                block.copy_from_slice(&x[start..start + LANES]);
+            let block = x.map(|x| lanes(x, start));
+            let out = lanes_mut(out, start);
+            for (j, o) in out.iter_mut().enumerate() {
+                *o = K::forward(std::array::from_fn(|k| block[k][j]), p);
             }
-            for (j, v) in values.iter_mut().enumerate() {
-                *v = K::forward(std::array::from_fn(|k| block[k][j]), p);
-            }
-            out[start..start + LANES].copy_from_slice(&values);
         }
         return;
     }
@@ -349,24 +346,19 @@ fn backward_segment[T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize
         if body > 0 {
             backward_in_place::<T, K, N, P>(x, y, g, p, outs.each_mut().map(|o| &mut **o), body);
         }
-        let mut block = [[T::zero(); LANES]; N];
-        let mut gradients = [[T::zero(); LANES]; N];
-        let (mut y_block, mut g_block) = ([T::zero(); LANES], [T::zero(); LANES]);
+        let splat_g = match g {
+            Source::Splat(g) => [g; LANES],
+            Source::Slice(_) => [T::zero(); LANES],
+        };
         for start in blocks(body, len) {
-            for (block, x) in block.iter_mut().zip(x) {
-                block.copy_from_slice(&x[start..start + LANES]);
-            }
-            match g {
-                Source::Slice(g) => g_block.copy_from_slice(&g[start..start + LANES]),
-                Source::Splat(g) => g_block = [g; LANES],
-            }
-            if let Some(y) = y {
-                y_block.copy_from_slice(&y[start..start + LANES]);
-            }
-            gradients_of::<T, K, N, P, LANES>(&block, y.map(|_| &y_block), &g_block, p, LANES, &mut gradients);
-            for (out, gradient) in outs.iter_mut().zip(&gradients) {
-                out[start..start + LANES].copy_from_slice(gradient);
-            }
+            let block = x.map(|x| lanes(x, start));
+            let g_block = match g {
+                Source::Slice(g) => lanes(g, start),
+                Source::Splat(_) => &splat_g,
+            };
+            let y_block = y.map(|y| lanes(y, start));
+            let gradients = outs.each_mut().map(|o| lanes_mut(o, start));
+            gradients_of::<T, K, N, P, LANES>(block, y_block, g_block, p, LANES, gradients);
         }
         return;
     }
@@ -382,7 +374,7 @@ fn backward_segment[T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize
         if let Some(y) = y {
             y_tile[..m].copy_from_slice(&y[start..start + m]);
         }
-        gradients_of::<T, K, N, P, TILE>(&tile, y.map(|_| &y_tile), &g_tile, p, m, &mut gradients);
+        gradients_of::<T, K, N, P, TILE>(tile.each_ref(), y.map(|_| &y_tile), &g_tile, p, m, gradients.each_mut());
         for (out, gradient) in outs.iter_mut().zip(&gradients) {
             if !out.is_empty() {
                 out[start..start + m].copy_from_slice(&gradient[..m]);
@@ -392,18 +384,31 @@ fn backward_segment[T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize
 }
 }
 
+/// The `LANES` elements of `s` from `start`, as an array: a block's loop
+/// then has a trip count the compiler knows, and reads the data in place.
+#[inline(always)]
+fn lanes<T>(s: &[T], start: usize) -> &[T; LANES] {
+    s[start..start + LANES].try_into().expect("invariant: a range of LANES elements")
+}
+
+/// [`lanes`], to write.
+#[inline(always)]
+fn lanes_mut<T>(s: &mut [T], start: usize) -> &mut [T; LANES] {
+    (&mut s[start..start + LANES]).try_into().expect("invariant: a range of LANES elements")
+}
+
 /// Each input's gradient at the first `m` elements of the arrays `x`, where
 /// `y` holds the root's values (`None`: recomputed, for a folded region)
 /// and `g` its gradient. Inlined into both loops of `backward_segment`, so
 /// a block's fixed `m` still gives whole vectors.
 #[inline(always)]
 fn gradients_of<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize, const M: usize>(
-    x: &[[T; M]; N],
+    x: [&[T; M]; N],
     y: Option<&[T; M]>,
     g: &[T; M],
     p: [T; P],
     m: usize,
-    gradients: &mut [[T; M]; N],
+    mut gradients: [&mut [T; M]; N],
 ) {
     match y {
         Some(y) => {
