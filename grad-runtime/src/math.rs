@@ -30,10 +30,21 @@ const ROUNDER: f32 = 12_582_912.0;
 #[inline]
 pub(crate) fn exp_f32(x: f32) -> f32 {
     // Beyond these, e^x is inf or rounds to 0; inside, n stays in [-150, 129].
-    let clamped = x.clamp(-104.0, 89.0);
-    let shifted = clamped * LOG2E + ROUNDER;
+    let (e_r, n) = exp_parts(x.clamp(-104.0, 89.0));
+    // 2^n as two factors, each a normal number, so subnormal results and
+    // the overflow to inf come out right.
+    let half = n >> 1;
+    let scaled = e_r * pow2(half) * pow2(n - half);
+    if x.is_nan() { x } else { scaled }
+}
+
+/// `e^x` as `e^r · 2^n` for an `x` in `[-104, 89]`: `n` the integer
+/// nearest `x / ln 2`, and `e^r` at the rest `r`.
+#[inline(always)]
+fn exp_parts(x: f32) -> (f32, i32) {
+    let shifted = x * LOG2E + ROUNDER;
     let n = shifted - ROUNDER;
-    let r = clamped - n * LN2_HI - n * LN2_LO;
+    let r = x - n * LN2_HI - n * LN2_LO;
     // e^r on |r| <= ln2 / 2 (Cephes' expf coefficients), the polynomial
     // in Estrin's order (three pairs, then r^2 twice) rather than Horner's:
     // on one vector of elements its chain of dependent steps is the
@@ -44,16 +55,22 @@ pub(crate) fn exp_f32(x: f32) -> f32 {
     let low = 1.666_666_5e-1_f32 * r + 5.000_000_1e-1;
     let p = (high * r2 + middle) * r2 + low;
     let e_r = p * r2 + r + 1.0;
-    // 2^n as two factors, each a normal number, so subnormal results and
-    // the overflow to inf come out right.
     // `n` as an integer, read from the bits of `shifted` (1.5 · 2^23 + n
     // has n in its low mantissa bits): exactly `n as i32`, but `as` is a
     // saturating conversion that the compiler cannot vectorise, which
     // left every exp loop converting lane by lane.
-    let n = shifted.to_bits() as i32 - ROUNDER.to_bits() as i32;
-    let half = n >> 1;
-    let scaled = e_r * pow2(half) * pow2(n - half);
-    if x.is_nan() { x } else { scaled }
+    (e_r, shifted.to_bits() as i32 - ROUNDER.to_bits() as i32)
+}
+
+/// `e^c` for `tanh`'s `c = 2|x|` (not NaN, `tanh` uses it only then), with
+/// two steps fewer than [`exp_f32`] on its chain: `c` is clamped at 64,
+/// past which `tanh` rounds to 1 all the same, so `2^n` is one normal
+/// factor. Below 64 it is `exp_f32(c)` bit for bit: scaling by a power
+/// of two is exact in one step or two.
+#[inline(always)]
+fn exp_for_tanh(c: f32) -> f32 {
+    let (e_r, n) = exp_parts(c.min(64.0));
+    e_r * pow2(n)
 }
 
 /// `2^n` for `n` in `[-126, 127]`, from its exponent bits.
@@ -74,9 +91,9 @@ pub(crate) fn tanh_f32(x: f32) -> f32 {
     let p = p * z + 1.333_144_2e-1;
     let p = p * z - 3.333_328_2e-1;
     let small = (p * z * a + a).copysign(x);
-    // e^{2|x|} overflows to inf past |x| = 44, where this is exactly 1.
-    let large = (1.0 - 2.0 / (exp_f32(2.0 * a) + 1.0)).copysign(x);
-    if a < 0.625 { small } else { large }
+    let large = (1.0 - 2.0 / (exp_for_tanh(2.0 * a) + 1.0)).copysign(x);
+    // A NaN takes the polynomial, which passes it on.
+    if a >= 0.625 { large } else { small }
 }
 
 /// `1 / (1 + e^{-x})`, formed from `e^{-|x|}` so it never overflows.
@@ -151,6 +168,21 @@ mod tests {
             let shifted = x.clamp(-104.0, 89.0) * LOG2E + ROUNDER;
             let n = shifted - ROUNDER;
             assert_eq!(shifted.to_bits() as i32 - ROUNDER.to_bits() as i32, n as i32, "at {x}");
+        }
+    }
+
+    #[test]
+    fn tanh_s_own_exp_gives_the_general_exp_s_tanh() {
+        // Below 64 the same bits as `exp_f32`; at and past it, `tanh` is 1 either way.
+        for c in sweep(0.0, 64.0, 2_000_000) {
+            assert_eq!(exp_for_tanh(c).to_bits(), exp_f32(c).to_bits(), "at {c}");
+        }
+        for x in sweep(-100.0, 100.0, 2_000_000).chain([f32::INFINITY, f32::NEG_INFINITY, 0.625, -0.625]) {
+            let a = x.abs();
+            let general = (1.0 - 2.0 / (exp_f32(2.0 * a) + 1.0)).copysign(x);
+            if a >= 0.625 {
+                assert_eq!(tanh_f32(x).to_bits(), general.to_bits(), "at {x}");
+            }
         }
     }
 
