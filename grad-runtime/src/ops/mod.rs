@@ -204,7 +204,27 @@ pub(crate) enum Op<T> {
 impl<T: Float> Op<T> {
     /// The op's input nodes.
     pub(crate) fn inputs(&self) -> impl Iterator<Item = NodeId> {
-        let inputs: [Option<NodeId>; 3] = match *self {
+        let many = match self {
+            Op::Fused(node) => Some(node.inputs()),
+            _ => None,
+        };
+        self.fixed_inputs().into_iter().flatten().chain(many.into_iter().flatten())
+    }
+
+    /// Whether `f` holds for any input: `inputs().any(f)` without the
+    /// chained iterator, which cost more than the rest of the test on
+    /// every node `Tape::push` records.
+    pub(crate) fn any_input(&self, mut f: impl FnMut(NodeId) -> bool) -> bool {
+        match self {
+            Op::Fused(node) => node.inputs().any(f),
+            _ => self.fixed_inputs().into_iter().any(|id| id.is_some_and(&mut f)),
+        }
+    }
+
+    /// The inputs of an op with at most three (`None` past them); a fused
+    /// node's are its own.
+    fn fixed_inputs(&self) -> [Option<NodeId>; 3] {
+        match *self {
             Op::Param | Op::Constant | Op::Fused(_) => [None, None, None],
             Op::Unary(x, _)
             | Op::Sum(x)
@@ -236,12 +256,7 @@ impl<T: Float> Op<T> {
             Op::LayerNorm { x, gamma, beta, .. } => [Some(x), Some(gamma), Some(beta)],
             Op::Conv2d { x, w, b, .. } => [Some(x), Some(w), b],
             Op::Where { mask, a, b } => [Some(mask), Some(a), Some(b)],
-        };
-        let many = match self {
-            Op::Fused(node) => Some(node.inputs()),
-            _ => None,
-        };
-        inputs.into_iter().flatten().chain(many.into_iter().flatten())
+        }
     }
 
     /// The public function that records this op, as errors and messages name it.

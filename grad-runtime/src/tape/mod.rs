@@ -336,7 +336,7 @@ impl<T: Float> Tape<T> {
             self.record(error);
             return self.poisoned_var();
         }
-        let requires_grad = matches!(op, Op::Param) || op.inputs().any(|id| self.nodes[id].requires_grad);
+        let requires_grad = matches!(op, Op::Param) || op.any_input(|id| self.nodes[id].requires_grad);
         let index = self.nodes.len();
         self.nodes.push(Node { op, value, generation: self.generation, requires_grad });
         self.locations.push(location);
