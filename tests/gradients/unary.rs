@@ -147,3 +147,32 @@ fn clamp_with_crossed_bounds_is_an_error() {
     let error = tape.error().unwrap();
     assert!(error.to_string().starts_with("g_clamp: lo = 1 is invalid"), "{error}");
 }
+
+/// A value read by two unary ops: the second rule adds into the gradient
+/// the first one wrote, in place; the result is the f32 sum of the two
+/// gradients each op gives alone, bit for bit (a sum of two terms does not
+/// depend on their order). Sizes: one thread, two halves, the pool.
+#[test]
+fn a_value_read_by_two_unary_ops_gets_the_sum_of_their_gradients() {
+    let alone = |x: &ArrayD<f32>, op: fn(&mut Tape<f32>, Var) -> Var| {
+        let mut tp = Tape::<f32>::new();
+        let v = tp.param(x.clone());
+        let y = op(&mut tp, v);
+        let loss = g_sum(&mut tp, y);
+        tp.backward(loss).unwrap();
+        tp.grad(v).to_owned()
+    };
+    for len in [7, 1 << 16, 1 << 18] {
+        let mut rng = Rng::new(len as u64);
+        let x = ArrayD::from_shape_fn(IxDyn(&[len]), |_| rng.normal() as f32);
+        let mut tp = Tape::<f32>::new();
+        let v = tp.param(x.clone());
+        let (t, s) = (g_tanh(&mut tp, v), g_sigmoid(&mut tp, v));
+        let both = g_add(&mut tp, t, s);
+        let loss = g_sum(&mut tp, both);
+        tp.backward(loss).unwrap();
+        let expected = alone(&x, g_tanh) + alone(&x, g_sigmoid);
+        let same = tp.grad(v).iter().zip(&expected).all(|(a, b)| a.to_bits() == b.to_bits());
+        assert!(same, "{len} elements");
+    }
+}

@@ -58,6 +58,27 @@ impl<'a, T: Float> GradSink<'a, T> {
         self.add(x, contribution);
     }
 
+    /// Like [`contribute`](GradSink::contribute), for a contribution with
+    /// one value per element of `x`: `write(slot, accumulate)` writes each
+    /// element into a fresh buffer (`accumulate` false: the first
+    /// contribution) or adds it to `x`'s gradient in place (`true`: a later
+    /// one). Adding in place gives the bits of adding a written buffer
+    /// (each element is the same sum of the same two rounded values) and
+    /// saves that buffer's write and second read, a pass over memory for
+    /// every value read by more than one op.
+    pub(crate) fn contribute_elementwise(&mut self, x: NodeId, write: impl FnOnce(&mut [T], bool)) {
+        if !self.wants(x) {
+            return;
+        }
+        if let Some(grad) = &mut self.grads[x] {
+            write(&mut grad.data, true);
+            return;
+        }
+        let mut contribution = self.pool.take(self.value(x).len());
+        write(&mut contribution, false);
+        self.add(x, contribution);
+    }
+
     /// Like [`contribute`](GradSink::contribute), but `fill` adds into a
     /// buffer of zeros: for rules that scatter (several output elements
     /// add into one input element).

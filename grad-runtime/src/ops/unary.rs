@@ -290,14 +290,26 @@ simd::multiversion! {
     }
 }
 
-fn gradient<T: Float>(f: impl Elementwise<T>, g: &[T], x: &[T], y: &[T], out: &mut [T]) {
-    parallel::for_each_chunk(out, |offset, out| gradient_chunk(&f, &g[offset..], &x[offset..], &y[offset..], out));
+/// `out = g * f'(x, y)`, or `out += g * f'(x, y)` when `accumulate`.
+fn gradient<T: Float>(f: impl Elementwise<T>, g: &[T], x: &[T], y: &[T], out: &mut [T], accumulate: bool) {
+    parallel::for_each_chunk(out, |offset, out| {
+        let (g, x, y) = (&g[offset..], &x[offset..], &y[offset..]);
+        if accumulate { gradient_add_chunk(&f, g, x, y, out) } else { gradient_chunk(&f, g, x, y, out) }
+    });
 }
 
 simd::multiversion! {
     fn gradient_chunk[T: Float, F: Elementwise<T>][T, F](f: &F, g: &[T], x: &[T], y: &[T], out: &mut [T]) {
         for (((o, &g), &x), &y) in out.iter_mut().zip(g).zip(x).zip(y) {
             *o = g * f.df(x, y);
+        }
+    }
+}
+
+simd::multiversion! {
+    fn gradient_add_chunk[T: Float, F: Elementwise<T>][T, F](f: &F, g: &[T], x: &[T], y: &[T], out: &mut [T]) {
+        for (((o, &g), &x), &y) in out.iter_mut().zip(g).zip(x).zip(y) {
+            *o += g * f.df(x, y);
         }
     }
 }
@@ -623,5 +635,8 @@ pub(crate) fn unary_backward<T: Float>(
     function: Unary<T>,
 ) {
     let input = &sink.value(x).data;
-    sink.contribute(x, |c| with_function!(function, f => gradient(f, &g.data, input, &out.data, c)));
+    sink.contribute_elementwise(
+        x,
+        |c, accumulate| with_function!(function, f => gradient(f, &g.data, input, &out.data, c, accumulate)),
+    );
 }
