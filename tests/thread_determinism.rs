@@ -36,6 +36,7 @@ fn run(threads: usize) -> Vec<ArrayD<f32>> {
     // Medium elementwise passes (32K elements), cut in two the same way.
     let soft = g_softmax(&mut tape, paired, -1);
     let medium_tanh = g_tanh(&mut tape, soft);
+    let medium_product = g_mul(&mut tape, soft, medium_tanh);
     // A convolution, shared out by chunks of images.
     let image = tape.param(rng.normal_array(&[8, 8, 24, 24]).mapv(|v| v as f32));
     let kernel = tape.param(rng.normal_array(&[16, 8, 3, 3]).mapv(|v| v as f32 * 0.1));
@@ -57,10 +58,10 @@ fn run(threads: usize) -> Vec<ArrayD<f32>> {
     let f = grad!(tape; gelu(h + b) * 0.5 - z / 4.0);
     let folded = grad!(tape; sum(sigmoid(x) * x));
     let loss = grad!(tape; loss + sum(f * f) + folded + sum(batched * batched) + sum(conv * conv)
-        + sum(medium * medium) + sum(paired * paired) + sum(medium_tanh * medium_tanh));
+        + sum(medium * medium) + sum(paired * paired) + sum(medium_tanh * medium_tanh) + sum(medium_product));
     tape.backward(loss).expect("the graph is well formed");
     let mut out: Vec<ArrayD<f32>> =
-        [s, sx, t, h, z, e, p, l, m, f, folded, batched, conv, medium, paired, soft, medium_tanh, loss]
+        [s, sx, t, h, z, e, p, l, m, f, folded, batched, conv, medium, paired, soft, medium_tanh, medium_product, loss]
             .iter()
             .map(|&v| tape.value(v).to_owned())
             .collect();

@@ -146,6 +146,26 @@ pub(crate) fn for_each_rows<T: Send>(out: &mut [T], row_len: usize, f: impl Fn(u
     run(true, || out.par_chunks_mut(rows * row_len).enumerate().for_each(|(i, group)| f(i * rows, group)));
 }
 
+/// `f(offset, a, b)` on matching chunks of two mutable slices of one
+/// length (`offset` is the chunks' first index), as [`for_each_chunk`]
+/// cuts one.
+pub(crate) fn for_each_chunk_of_two<T: Send>(a: &mut [T], b: &mut [T], f: impl Fn(usize, &mut [T], &mut [T]) + Sync) {
+    debug_assert_eq!(a.len(), b.len());
+    if !worth_it(a.len()) {
+        if a.len() >= MIN_PAIR_ELEMENTS {
+            let mid = a.len() / 2 / CHUNK * CHUNK;
+            let ((a_first, a_second), (b_first, b_second)) = (a.split_at_mut(mid), b.split_at_mut(mid));
+            return pair::pair(|| f(0, a_first, b_first), || f(mid, a_second, b_second));
+        }
+        f(0, a, b);
+        return;
+    }
+    run(true, || {
+        let chunks = a.par_chunks_mut(CHUNK).zip(b.par_chunks_mut(CHUNK)).enumerate();
+        chunks.for_each(|(i, (a, b))| f(i * CHUNK, a, b));
+    });
+}
+
 /// `f(a, b, c, d)` on matching chunks of three mutable slices and one
 /// shared one, all of one length (an optimizer's parameter, its two state
 /// slots and its gradient), in parallel when they are large enough.

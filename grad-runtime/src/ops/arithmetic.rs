@@ -13,7 +13,7 @@ use crate::ops::Op;
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
 use crate::tensor::Tensor;
-use crate::{Float, Tape, Var};
+use crate::{Float, Tape, Var, parallel, simd};
 
 /// `a + b`, broadcasting as NumPy (`[64, 10] + [10]`, `[2, 1, 3] + [4, 1]`).
 ///
@@ -136,8 +136,31 @@ pub(crate) fn sub_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, 
 }
 
 pub(crate) fn mul_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, a: NodeId, b: NodeId) {
+    let unbroadcast = |x: NodeId| sink.value(x).shape() == g.shape();
+    if a != b && sink.wants(a) && sink.wants(b) && unbroadcast(a) && unbroadcast(b) {
+        // Both gradients in one pass, which reads `g` once instead of twice.
+        let (va, vb) = (&sink.value(a).data, &sink.value(b).data);
+        let (mut da, mut db) = (sink.scratch(g.len()), sink.scratch(g.len()));
+        parallel::for_each_chunk_of_two(&mut da, &mut db, |offset, da, db| {
+            let n = da.len();
+            products(&g.data[offset..offset + n], &va[offset..offset + n], &vb[offset..offset + n], da, db);
+        });
+        sink.add(a, da);
+        sink.add(b, db);
+        return;
+    }
     times_other(sink, g, a, b, |g, other| g * other);
     times_other(sink, g, b, a, |g, other| g * other);
+}
+
+simd::multiversion! {
+    /// `da = g * b` and `db = g * a`, element by element.
+    fn products[T: Float][T](g: &[T], a: &[T], b: &[T], da: &mut [T], db: &mut [T]) {
+        for ((((da, db), &g), &a), &b) in da.iter_mut().zip(db.iter_mut()).zip(g).zip(a).zip(b) {
+            *da = g * b;
+            *db = g * a;
+        }
+    }
 }
 
 pub(crate) fn div_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, out: &Tensor<T>, a: NodeId, b: NodeId) {
