@@ -120,3 +120,38 @@ fn div_gradients_are_exact_reciprocals() {
     let g = grads_of_sum(&[integers(&[4], 1.0)], |tp, v| g_div(tp, v[0], v[0]));
     assert_eq!(g[0], ArrayD::<f64>::zeros(IxDyn(&[4])));
 }
+
+/// An operand of `+` or `-` whose gradient a later op already wrote: the
+/// sum's rule adds `g` (or subtracts it) in place, and the result is the
+/// f32 sum of the gradients each op gives alone, bit for bit. Sizes: one
+/// thread, two halves, the pool.
+#[test]
+fn an_operand_of_add_or_sub_read_again_later_gets_the_sum_of_the_gradients() {
+    fn gradient(x: &ArrayD<f32>, program: &dyn Fn(&mut Tape<f32>, Var, Var) -> Var) -> ArrayD<f32> {
+        let mut tp = Tape::<f32>::new();
+        let v = tp.param(x.clone());
+        let c = tp.constant(x.mapv(|x| x * 0.5 + 1.0));
+        let y = program(&mut tp, v, c);
+        let loss = g_sum(&mut tp, y);
+        tp.backward(loss).unwrap();
+        tp.grad(v).to_owned()
+    }
+    let add = |tp: &mut Tape<f32>, v, c| g_add(tp, v, c);
+    let sub = |tp: &mut Tape<f32>, v, c| g_sub(tp, c, v);
+    let tanh = |tp: &mut Tape<f32>, v, _| g_tanh(tp, v);
+    for len in [7, 1 << 16, 1 << 18] {
+        let mut rng = Rng::new(len as u64);
+        let x = ArrayD::from_shape_fn(IxDyn(&[len]), |_| rng.normal() as f32);
+        for (name, first) in [("add", &add as &dyn Fn(&mut Tape<f32>, Var, Var) -> Var), ("sub", &sub)] {
+            // `first` is recorded before `tanh`, so its backward runs after it.
+            let both = |tp: &mut Tape<f32>, v, c| {
+                let (f, t) = (first(tp, v, c), tanh(tp, v, c));
+                let (f, t) = (g_sum(tp, f), g_sum(tp, t));
+                g_add(tp, f, t)
+            };
+            let expected = gradient(&x, first) + gradient(&x, &tanh);
+            let same = gradient(&x, &both).iter().zip(&expected).all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(same, "{name}, {len} elements");
+        }
+    }
+}

@@ -123,9 +123,14 @@ impl<'a, T: Float> GradSink<'a, T> {
             }
         };
         if x_shape == on {
-            self.contribute(x, |c| {
-                c.copy_from_slice(g);
-                finish(c);
+            // A later contribution is added in place (`a - b` is `a + -b` to the bit).
+            self.contribute_elementwise(x, |c, accumulate| match (accumulate, negate) {
+                (false, _) => {
+                    c.copy_from_slice(g);
+                    finish(c);
+                }
+                (true, false) => parallel::for_each_chunk(c, |offset, c| add_into(c, &g[offset..])),
+                (true, true) => parallel::for_each_chunk(c, |offset, c| subtract_from(c, &g[offset..])),
             });
         } else {
             self.contribute_zeroed(x, |c| {
@@ -148,6 +153,13 @@ impl<'a, T: Float> GradSink<'a, T> {
                 *slot = Some(Tensor::new(self.nodes[id].value.shape.clone(), contribution));
             }
         }
+    }
+}
+
+simd::multiversion! {
+    /// `grad[i] -= contribution[i]`.
+    fn subtract_from[T: Float][T](grad: &mut [T], contribution: &[T]) {
+        grad.iter_mut().zip(contribution).for_each(|(g, &c)| *g -= c);
     }
 }
 
