@@ -111,6 +111,12 @@ pub(crate) fn run<R: Send>(parallel: bool, f: impl FnOnce() -> R + Send) -> R {
     if pool.current_num_threads() > 1 { pool.install(f) } else { f() }
 }
 
+/// Where a medium pass of `len` elements is cut in two for `pair.rs`: at
+/// a chunk boundary, where the pool's pieces would be cut.
+fn pair_mid(len: usize) -> usize {
+    len / 2 / CHUNK * CHUNK
+}
+
 /// `f(offset, out_chunk)` for consecutive chunks of [`CHUNK`] elements of
 /// `out` (`offset` is the chunk's first index), in parallel when `out` is
 /// large enough. Each element is written by exactly one call, so the result
@@ -118,8 +124,7 @@ pub(crate) fn run<R: Send>(parallel: bool, f: impl FnOnce() -> R + Send) -> R {
 pub(crate) fn for_each_chunk<T: Send>(out: &mut [T], f: impl Fn(usize, &mut [T]) + Sync) {
     if !worth_it(out.len()) {
         if out.len() >= MIN_PAIR_ELEMENTS {
-            // Two halves cut where the pool's pieces would be cut.
-            let mid = out.len() / 2 / CHUNK * CHUNK;
+            let mid = pair_mid(out.len());
             let (first, second) = out.split_at_mut(mid);
             return pair::pair(|| f(0, first), || f(mid, second));
         }
@@ -153,7 +158,7 @@ pub(crate) fn for_each_chunk_of_two<T: Send>(a: &mut [T], b: &mut [T], f: impl F
     debug_assert_eq!(a.len(), b.len());
     if !worth_it(a.len()) {
         if a.len() >= MIN_PAIR_ELEMENTS {
-            let mid = a.len() / 2 / CHUNK * CHUNK;
+            let mid = pair_mid(a.len());
             let ((a_first, a_second), (b_first, b_second)) = (a.split_at_mut(mid), b.split_at_mut(mid));
             return pair::pair(|| f(0, a_first, b_first), || f(mid, a_second, b_second));
         }

@@ -26,6 +26,8 @@ impl<T: Copy + Default> BufferPool<T> {
     /// every element.
     #[inline]
     pub(crate) fn take(&mut self, len: usize) -> Vec<T> {
+        // Inline, as `reuse` is not: a fused region without scalars asks
+        // for 0 elements on every node.
         if len == 0 {
             return Vec::new();
         }

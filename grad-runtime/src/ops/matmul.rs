@@ -307,26 +307,31 @@ pub(crate) fn matmul_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T
         let (a, g) = (MatRef::row_major(&va.data[ia..], m, k), MatRef::row_major(&g.data[io..], m, n));
         gemm::gemm(a.t(), g, gb, accumulate, scratch);
     };
-    contribute(sink, a, &mut |ga| {
-        if halves_a {
-            let product =
-                |i, ga: &mut [T], scratch: &mut [T]| grad_a(plan.offsets(sa, sb, i).1, i * m * n, ga, scratch);
-            in_halves(plan.count(), m * k, ga, &mut scratch, per, &product);
+    // An operand's gradient, one block of `block` elements per product at its
+    // own offset, from `grad(other operand's offset, g's offset, block, scratch)`.
+    let operand = |of_a: bool, halves: bool, block: usize, gradient: &mut [T], scratch: &mut [T], grad: &Product<T>| {
+        // (this operand's offset, the other's) in product `i`'s operands at `(ia, ib)`.
+        let own_other = |(ia, ib): (usize, usize)| if of_a { (ia, ib) } else { (ib, ia) };
+        if halves {
+            let product = |i, x: &mut [T], scratch: &mut [T]| {
+                grad(own_other(plan.offsets(sa, sb, i)).1, i * m * n, x, scratch);
+            };
+            in_halves(plan.count(), block, gradient, scratch, per, &product);
         } else {
-            plan.for_each_product(sa, sb, |ia, ib, io| grad_a(ib, io, &mut ga[ia..ia + m * k], &mut scratch[..per]));
+            plan.for_each_product(sa, sb, |ia, ib, io| {
+                let (own, other) = own_other((ia, ib));
+                grad(other, io, &mut gradient[own..own + block], &mut scratch[..per]);
+            });
         }
-    });
-    contribute(sink, b, &mut |gb| {
-        if halves_b {
-            let product =
-                |i, gb: &mut [T], scratch: &mut [T]| grad_b(plan.offsets(sa, sb, i).0, i * m * n, gb, scratch);
-            in_halves(plan.count(), k * n, gb, &mut scratch, per, &product);
-        } else {
-            plan.for_each_product(sa, sb, |ia, ib, io| grad_b(ia, io, &mut gb[ib..ib + k * n], &mut scratch[..per]));
-        }
-    });
+    };
+    contribute(sink, a, &mut |ga| operand(true, halves_a, m * k, ga, &mut scratch, &grad_a));
+    contribute(sink, b, &mut |gb| operand(false, halves_b, k * n, gb, &mut scratch, &grad_b));
     sink.recycle(scratch);
 }
+
+/// One product's block of an operand's gradient: `(other, io, block,
+/// scratch)`, from the other operand's block at `other` and `g`'s at `io`.
+type Product<'a, T> = dyn Fn(usize, usize, &mut [T], &mut [T]) + Sync + 'a;
 
 /// `product(i, block_i, scratch)` for the `count` products of a batch
 /// whose gradient is `gradient`, one block of `block` elements per product
