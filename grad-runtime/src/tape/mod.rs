@@ -5,6 +5,7 @@
 //! `read.rs`, anomaly mode is `anomaly.rs`.
 
 mod anomaly;
+mod append;
 mod backward;
 mod read;
 
@@ -338,7 +339,7 @@ impl<T: Float> Tape<T> {
         }
         let requires_grad = matches!(op, Op::Param) || op.any_input(|id| self.nodes[id].requires_grad);
         let index = self.nodes.len();
-        self.nodes.push(Node { op, value, generation: self.generation, requires_grad });
+        append::append(&mut self.nodes, op, value, self.generation, requires_grad);
         self.locations.push(location);
         Var { tape: self.id, generation: self.generation, index }
     }
