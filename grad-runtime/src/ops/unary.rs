@@ -622,9 +622,11 @@ fn unary<T: Float>(tp: &mut Tape<T>, x: Var, function: Unary<T>) -> Var {
         return tp.poisoned_var();
     };
     let (name, location) = (function.name(), Location::caller());
-    let Some(mut out) = tp.output(name, tp.value_of(x).shape.clone(), &[x], location) else { return tp.poisoned_var() };
-    with_function!(function, f => forward(f, &tp.value_of(x).data, &mut out.data));
-    tp.push(Op::Unary(x, function), out)
+    let mut out = tp.output(name, tp.value_of(x).shape.clone(), &[x], location);
+    if let Some(out) = &mut out {
+        with_function!(function, f => forward(f, &tp.value_of(x).data, &mut out.data));
+    }
+    tp.push_output(Op::Unary(x, function), out)
 }
 
 pub(crate) fn unary_backward<T: Float>(

@@ -344,6 +344,22 @@ impl<T: Float> Tape<T> {
         Var { tape: self.id, generation: self.generation, index }
     }
 
+    /// [`push`](Tape::push) for an output taken with [`output`](Tape::output)
+    /// and filled where it lies: the poisoned handle when there is none
+    /// (`output` recorded why). An op that moved its output out of the
+    /// `Option` before filling it would copy it back at once from where
+    /// `output` just wrote it, a stall on every op (see `append.rs`).
+    #[track_caller]
+    pub(crate) fn push_output(&mut self, op: Op<T>, out: Option<Tensor<T>>) -> Var {
+        match out {
+            Some(value) => self.push(op, value),
+            None => {
+                self.discard_op(op);
+                self.poisoned_var()
+            }
+        }
+    }
+
     /// The handle of the live node `id`.
     pub(crate) fn var_at(&self, id: NodeId) -> Var {
         Var { tape: self.id, generation: self.nodes[id].generation, index: id }
@@ -352,6 +368,11 @@ impl<T: Float> Tape<T> {
     /// Hands the buffers of a node that will not be pushed back to the pools.
     fn discard(&mut self, op: Op<T>, value: Tensor<T>) {
         self.pool.give(value.data);
+        self.discard_op(op);
+    }
+
+    /// Hands the buffers of an op that will not be pushed back to the pools.
+    pub(crate) fn discard_op(&mut self, op: Op<T>) {
         recycle_op(op, &mut self.pool, &mut self.index_pool);
     }
 

@@ -59,7 +59,8 @@ pub(crate) fn backward<T: Float, K: Kernel<T, N, P>, const N: usize, const P: us
     out: &Tensor<T>,
     node: &Fused<T>,
 ) {
-    let Some((inputs, params)) = node_inputs::<T, N, P>(sink, node) else { return };
+    let mut inputs = [Input { data: &[][..], shape: &[][..] }; N];
+    let Some(params) = node_inputs::<T, N, P>(sink, node, &mut inputs) else { return };
     let folded_shape = match K::FOLD {
         None => None,
         Some(_) => match broadcast_all(&inputs) {
@@ -86,18 +87,20 @@ pub(crate) fn backward<T: Float, K: Kernel<T, N, P>, const N: usize, const P: us
     }
 }
 
-/// The node's inputs as the loops read them (a Rust scalar as a
-/// one-element input of shape `[]`) and its scalar parameters.
+/// The node's scalar parameters, and its inputs as the loops read them (a
+/// Rust scalar as a one-element input of shape `[]`) written to `inputs`:
+/// in place, as returning them would copy them back at once from where
+/// they were just written, a stall on every node (see `tape/append.rs`).
 fn node_inputs<'a, T: Float, const N: usize, const P: usize>(
     sink: &GradSink<'a, T>,
     node: &'a Fused<T>,
-) -> Option<([Input<'a, T>; N], [T; P])> {
+    inputs: &mut [Input<'a, T>; N],
+) -> Option<[T; P]> {
     if node.leaves().len() != N || node.scalars.len() < P {
         return None;
     }
     let params: [T; P] = std::array::from_fn(|k| node.scalars[k]);
     let mut next_scalar = P;
-    let mut inputs = [Input { data: &[][..], shape: &[][..] }; N];
     for (input, &id) in inputs.iter_mut().zip(node.leaves()) {
         *input = if id == SCALAR_LEAF {
             let data = node.scalars.get(next_scalar..next_scalar + 1)?;
@@ -108,7 +111,7 @@ fn node_inputs<'a, T: Float, const N: usize, const P: usize>(
             Input { data: &value.data, shape: value.shape() }
         };
     }
-    Some((inputs, params))
+    Some(params)
 }
 
 /// The shape every input broadcasts to: the region's elementwise shape.

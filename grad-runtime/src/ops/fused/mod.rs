@@ -134,25 +134,32 @@ pub fn fused<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize>(
     if !checked.exact {
         return unfused::run(tp, K::STEPS, &leaves, scalars);
     }
-    let mut scalars = tp.scratch(P + leaves.iter().filter(|l| matches!(l, Operand::Scalar(_))).count());
+    // The Rust scalars among the leaves, in leaf order.
+    let (mut leaf_scalars, mut count) = ([T::zero(); N], 0);
+    for leaf in &leaves {
+        if let Operand::Scalar(s) = *leaf {
+            leaf_scalars[count] = s;
+            count += 1;
+        }
+    }
+    let leaf_scalars = &leaf_scalars[..count];
+    let mut scalars = tp.scratch(P + count);
     scalars[..P].copy_from_slice(&params);
-    let leaf_scalars = leaves.iter().filter_map(|l| if let Operand::Scalar(s) = l { Some(*s) } else { None });
-    scalars[P..].iter_mut().zip(leaf_scalars).for_each(|(slot, s)| *slot = s);
+    scalars[P..].copy_from_slice(leaf_scalars);
+    let inputs = match ids.as_slice() {
+        &[id] => Inputs::One(id),
+        ids => Inputs::Pooled(tp.copy_indices(ids)),
+    };
+    // Made before the value, so that the stores that make it have landed
+    // by the time `push` copies it (see `tape/append.rs`).
+    let op = Op::Fused(Fused { name: K::NAME, backward: kernel::backward::<T, K, N, P>, inputs, scalars });
     // The region's last step is its root, where a failure is reported.
     let site = match K::SITES.last() {
         Some(&site) => site,
         None => Location::caller(),
     };
-    let Some(out) = compute::<T, K, N, P>(tp, &ids, &scalars, checked.shape, site) else {
-        tp.recycle(scalars);
-        return tp.poisoned_var();
-    };
-    let inputs = match ids.as_slice() {
-        &[id] => Inputs::One(id),
-        ids => Inputs::Pooled(tp.copy_indices(ids)),
-    };
-    let node = Fused { name: K::NAME, backward: kernel::backward::<T, K, N, P>, inputs, scalars };
-    tp.push(Op::Fused(node), out)
+    let out = compute::<T, K, N, P>(tp, &ids, params, leaf_scalars, checked.shape, site);
+    tp.push_output(op, out)
 }
 
 /// The region's value on `shape` (summed, when it ends in a fold), or
@@ -161,11 +168,11 @@ pub fn fused<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize>(
 fn compute<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize>(
     tp: &mut Tape<T>,
     ids: &[NodeId; N],
-    scalars: &[T],
+    params: [T; P],
+    leaf_scalars: &[T],
     shape: IxDyn,
     site: &'static Location<'static>,
 ) -> Option<Tensor<T>> {
-    let params: [T; P] = std::array::from_fn(|k| scalars[k]);
     let total = shape.size();
     // The tensor leaves, for an error's shapes (on the stack: no allocation per step).
     let (mut nodes, mut count) = ([0; N], 0);
@@ -175,16 +182,19 @@ fn compute<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize>(
     }
     let nodes = &nodes[..count];
     let Some(op) = K::FOLD else {
-        let mut out = tp.output(K::NAME, shape, nodes, site)?;
-        let Tensor { shape, data } = &mut out;
-        loops::forward::<T, K, N, P>(&inputs_on(tp, ids, &scalars[P..]), params, shape.slice(), data);
-        return Some(out);
+        // Filled where `output` put it, not moved out of the `Option` first:
+        // that copy would read back stores still in flight (`tape/append.rs`).
+        let mut out = tp.output(K::NAME, shape, nodes, site);
+        if let Some(Tensor { shape, data }) = &mut out {
+            loops::forward::<T, K, N, P>(&inputs_on(tp, ids, leaf_scalars), params, shape.slice(), data);
+        }
+        return out;
     };
     let mut out = tp.output(K::NAME, IxDyn(&[]), nodes, site)?;
     // Broadcast inputs: the values are stored, then summed by `sum_slice`.
     let flat = ids.iter().all(|&id| id == SCALAR_LEAF || loops::is_flat(tp.value_of(id).len(), total));
     let mut stored = if flat { Vec::new() } else { tp.scratch(total) };
-    let inputs = inputs_on(tp, ids, &scalars[P..]);
+    let inputs = inputs_on(tp, ids, leaf_scalars);
     let sum = loops::sum::<T, K, N, P>(&inputs, params, shape.slice()).unwrap_or_else(|| {
         loops::forward::<T, K, N, P>(&inputs, params, shape.slice(), &mut stored);
         sum_slice(&stored)
