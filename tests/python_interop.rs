@@ -120,7 +120,7 @@ fn python_safetensors_reads_grads_files_and_grad_reads_pythons() {
     std::fs::write(&expected_path, expected.to_string()).unwrap();
 
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/interop.py");
-    let checked = run(Command::new(&venv_python).arg(script).arg(&expected_path).arg(&dir));
+    let checked = run(Command::new(&venv_python).arg(script).arg(&expected_path).arg(&*dir));
     for line in String::from_utf8_lossy(&checked.stdout).lines() {
         say(line);
     }

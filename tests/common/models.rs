@@ -94,12 +94,37 @@ pub fn snapshot<T: Float>(tape: &Tape<T>, model: &impl Params) -> Vec<(String, V
         .collect()
 }
 
-/// A fresh, empty directory for one test.
-pub fn scratch(test: &str) -> PathBuf {
+/// A fresh, empty directory for one test, removed with everything in it
+/// when the test is done with it (also when it fails: dropped while the
+/// panic unwinds), so test runs leave nothing behind in the temp dir.
+pub fn scratch(test: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("grad-test-{}-{test}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir is writable");
-    dir
+    Scratch(dir)
+}
+
+/// The directory [`scratch`] made; a `Path` by deref.
+pub struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// The files in `dir`, sorted (to see that a save left no temporary file).
