@@ -23,6 +23,10 @@ use super::Node;
 use crate::ops::Op;
 use crate::tensor::Tensor;
 
+/// Stops compiling if `Node` gains a field: `append` must then write it too
+/// (its soundness rests on writing every field).
+const _: fn(Node<f32>) = |Node { op: _, value: _, generation: _, requires_grad: _ }| {};
+
 /// Appends the node `{ op, value, generation, requires_grad }` to `nodes`.
 #[inline(always)]
 pub(super) fn append<T>(nodes: &mut Vec<Node<T>>, op: Op<T>, value: Tensor<T>, generation: u64, requires_grad: bool) {
@@ -35,7 +39,8 @@ pub(super) fn append<T>(nodes: &mut Vec<Node<T>>, op: Op<T>, value: Tensor<T>, g
     // and not yet part of its initialised prefix. Each `write` initialises
     // one field through a raw pointer projected from `slot` (`&raw mut`,
     // which reads nothing and creates no reference to uninitialised
-    // memory), and the four writes cover every field of `Node`, so after
+    // memory), and the four writes cover every field of `Node` (the
+    // `const` above fails to compile if one is added), so after
     // them the element is a valid `Node<T>` (padding needs no value).
     // Nothing between `reserve` and `set_len` can panic or unwind (plain
     // writes of moved values), so `nodes` never holds an uninitialised
@@ -75,9 +80,10 @@ mod tests {
 
     #[test]
     fn appended_nodes_drop_their_buffers_once() {
-        // A node owns its value's buffer and an op's payload (here a
-        // pooled index buffer): dropping the vector frees each once, which
-        // the test harness's allocator (and Miri, where it runs) checks.
+        // A node owns its value's buffer and its op's payload: both must
+        // be readable, and dropping the vector frees each once (a second
+        // free of one aborts under glibc's heap checks; Miri, where it
+        // runs, checks every access).
         let mut nodes = Vec::new();
         for k in 0..10 {
             let op = Op::CrossEntropy { logits: k, targets: vec![k; k + 1] };
