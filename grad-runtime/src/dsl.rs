@@ -57,7 +57,13 @@ pub const fn here() -> &'static Location<'static> {
 }
 
 /// An operand whose kind only the type checker knows: a tensor or a scalar.
+// `u64`, so both variants' payloads start at byte 8, where the `Var` is
+// written: a `grad!` block builds its leaves' array from the operands it
+// just made, and with the default layout (an `f32` payload at byte 4)
+// that copy read the bytes from 4 on, straddling the `Var`'s stores
+// still in flight, a stall on every region (see `tape/append.rs`).
 #[derive(Clone, Copy, Debug)]
+#[repr(u64)]
 pub enum Operand<T> {
     Var(Var),
     Scalar(T),
