@@ -36,12 +36,19 @@ pub(super) fn panels<T: Float, const R: usize>(
                 }
             }
         } else if x.col_stride == 1 {
-            // Each row is contiguous: read it once, front to back, down its
-            // slot of the panel.
-            for i in 0..rows {
-                let row = &x.data[(i0 + i) * x.row_stride + pc..][..kc];
-                for (column, &v) in out.chunks_exact_mut(R).zip(row) {
-                    column[i] = v;
+            // Each row is contiguous: a transpose. Done a cache line of
+            // each row at a time, so the part of the panel being written
+            // (`R` lines) stays in L1; row by row over the whole depth, each
+            // row's pass wrote over a panel larger than L1 (48 KiB for
+            // 12 rows of 1024) and fetched it again for the next row.
+            const DEPTH: usize = 16;
+            for (chunk, out) in out.chunks_mut(DEPTH * R).enumerate() {
+                let p0 = pc + chunk * DEPTH;
+                for i in 0..rows {
+                    let row = &x.data[(i0 + i) * x.row_stride + p0..][..out.len() / R];
+                    for (column, &v) in out.chunks_exact_mut(R).zip(row) {
+                        column[i] = v;
+                    }
                 }
             }
         } else {
