@@ -9,6 +9,8 @@
 /// empty, so a steady step never inserts or removes one.
 pub(crate) struct BufferPool<T> {
     buckets: Vec<Bucket<T>>,
+    /// The bucket the last request or return used, tried first.
+    hot: usize,
 }
 
 struct Bucket<T> {
@@ -18,7 +20,7 @@ struct Bucket<T> {
 
 impl<T: Copy + Default> BufferPool<T> {
     pub(crate) fn new() -> Self {
-        BufferPool { buckets: Vec::new() }
+        BufferPool { buckets: Vec::new(), hot: 0 }
     }
 
     /// A buffer of `len` elements whose contents are unspecified (stale
@@ -54,13 +56,22 @@ impl<T: Copy + Default> BufferPool<T> {
         if len == 0 {
             return Some(Vec::new());
         }
+        if let Some(bucket) = self.buckets.get_mut(self.hot)
+            && bucket.capacity == len
+            && let Some(mut buffer) = bucket.free.pop()
+        {
+            buffer.resize(len, T::default());
+            return Some(buffer);
+        }
         // Reusing a buffer far larger than asked would strand its capacity.
         let max_capacity = len.saturating_mul(2).max(64);
         let first = self.buckets.partition_point(|b| b.capacity < len);
-        let mut buffer = self.buckets[first..]
+        let (index, mut buffer) = self.buckets[first..]
             .iter_mut()
             .take_while(|b| b.capacity <= max_capacity)
-            .find_map(|bucket| bucket.free.pop())?;
+            .enumerate()
+            .find_map(|(i, bucket)| Some((first + i, bucket.free.pop()?)))?;
+        self.hot = index;
         buffer.resize(len, T::default());
         Some(buffer)
     }
@@ -78,9 +89,21 @@ impl<T: Copy + Default> BufferPool<T> {
         if capacity == 0 {
             return;
         }
+        if let Some(bucket) = self.buckets.get_mut(self.hot)
+            && bucket.capacity == capacity
+        {
+            bucket.free.push(buffer);
+            return;
+        }
         match self.buckets.binary_search_by_key(&capacity, |b| b.capacity) {
-            Ok(i) => self.buckets[i].free.push(buffer),
-            Err(i) => self.buckets.insert(i, Bucket { capacity, free: vec![buffer] }),
+            Ok(i) => {
+                self.buckets[i].free.push(buffer);
+                self.hot = i;
+            }
+            Err(i) => {
+                self.buckets.insert(i, Bucket { capacity, free: vec![buffer] });
+                self.hot = i;
+            }
         }
     }
 
@@ -103,6 +126,19 @@ mod tests {
         pool.give(first);
         let again = pool.take(100);
         assert_eq!(again.as_ptr(), address);
+        assert_eq!(pool.len(), 0);
+    }
+
+    #[test]
+    fn a_buffer_from_the_last_used_bucket_has_the_length_asked_for() {
+        let mut pool = BufferPool::<f32>::new();
+        pool.give(vec![2.0; 8]);
+        let mut short = Vec::with_capacity(32);
+        short.resize(10, 1.0);
+        pool.give(short);
+        // The first request is served from the bucket just used, the second is not.
+        assert_eq!(pool.take(32).len(), 32);
+        assert_eq!(pool.take(8), vec![2.0; 8]);
         assert_eq!(pool.len(), 0);
     }
 
