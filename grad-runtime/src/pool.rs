@@ -95,16 +95,15 @@ impl<T: Copy + Default> BufferPool<T> {
             bucket.free.push(buffer);
             return;
         }
-        match self.buckets.binary_search_by_key(&capacity, |b| b.capacity) {
-            Ok(i) => {
-                self.buckets[i].free.push(buffer);
-                self.hot = i;
-            }
+        let i = match self.buckets.binary_search_by_key(&capacity, |b| b.capacity) {
+            Ok(i) => i,
             Err(i) => {
-                self.buckets.insert(i, Bucket { capacity, free: vec![buffer] });
-                self.hot = i;
+                self.buckets.insert(i, Bucket { capacity, free: Vec::new() });
+                i
             }
-        }
+        };
+        self.buckets[i].free.push(buffer);
+        self.hot = i;
     }
 
     /// How many buffers are waiting.
