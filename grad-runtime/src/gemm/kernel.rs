@@ -7,12 +7,16 @@ simd::multiversion! {
     /// The `MR × NR` product of a packed `a` panel (for each depth `p`, the
     /// panel's `MR` values of column `p`) and a packed `b` panel (for each
     /// `p`, its `NR` values of row `p`), summed over `kc` with one fused
-    /// multiply-add per term, from zero.
+    /// multiply-add per term, from zero, written to `tile`.
     pub(super) fn tile[T: Float, const MR: usize, const NR: usize][T, MR, NR](
         kc: usize,
         a: &[T],
         b: &[T],
-    ) -> [[T; NR]; MR] {
+        tile: &mut [[T; NR]; MR],
+    ) {
+        // A local, not the caller's memory, so that the compiler keeps it
+        // in registers from the start: returned by value, the tile was
+        // zeroed in memory with `memset` and then loaded (perf: 3% of W3).
         let mut acc = [[T::zero(); NR]; MR];
         for (a, b) in a[..kc * MR].chunks_exact(MR).zip(b[..kc * NR].chunks_exact(NR)) {
             for i in 0..MR {
@@ -22,7 +26,7 @@ simd::multiversion! {
                 }
             }
         }
-        acc
+        *tile = acc;
     }
 }
 

@@ -165,6 +165,7 @@ fn blocked<T: Float, const MR: usize, const NR: usize>(
             let rows = |first_panel: usize, c_rows: &mut [T], packed_a: &mut [T]| {
                 let panels = c_rows.len().div_ceil(n * MR);
                 let packed_a = &mut packed_a[..panels * MR * kc];
+                let mut tile = [[T::zero(); NR]; MR];
                 pack::panels::<T, MR>(a, pc, kc, first_panel, packed_a);
                 for (ir, a_panel) in packed_a.chunks_exact(MR * kc).enumerate() {
                     let i0 = (first_panel + ir) * MR;
@@ -172,7 +173,7 @@ fn blocked<T: Float, const MR: usize, const NR: usize>(
                     let c_tile_rows = &mut c_rows[ir * MR * n..(ir * MR + rows_here) * n];
                     for jr in 0..nc_padded / NR {
                         let b_panel = &packed_b[jr * NR * kc..][..NR * kc];
-                        let tile = kernel::tile::<T, MR, NR>(kc, a_panel, b_panel);
+                        kernel::tile::<T, MR, NR>(kc, a_panel, b_panel, &mut tile);
                         let cols = NR.min(nc - jr * NR);
                         kernel::store::<T, MR, NR>(&tile, c_tile_rows, n, jc + jr * NR, rows_here, cols, add);
                     }
