@@ -9,7 +9,8 @@ use crate::tensor::Tensor;
 use crate::{Float, parallel, simd};
 
 /// The view of the tape a backward rule gets: every node's value (read) and
-/// every gradient slot (summed into), plus the buffer pool for scratch space.
+/// the gradient slots of the nodes before the rule's own (summed into: a
+/// node's inputs come before it), plus the buffer pool for scratch space.
 pub(crate) struct GradSink<'a, T> {
     nodes: &'a [Node<T>],
     grads: &'a mut [Option<Tensor<T>>],
@@ -70,13 +71,16 @@ impl<'a, T: Float> GradSink<'a, T> {
         if !self.wants(x) {
             return;
         }
-        if let Some(grad) = &mut self.grads[x] {
-            write(&mut grad.data, true);
-            return;
+        let node = &self.nodes[x].value;
+        match &mut self.grads[x] {
+            Some(grad) => write(&mut grad.data, true),
+            // The first contribution is written where it stays: a buffer
+            // handed to `add` was read back right after it was written.
+            slot @ None => {
+                let grad = slot.insert(Tensor::new(node.shape.clone(), self.pool.take(node.len())));
+                write(&mut grad.data, false);
+            }
         }
-        let mut contribution = self.pool.take(self.value(x).len());
-        write(&mut contribution, false);
-        self.add(x, contribution);
     }
 
     /// Like [`contribute`](GradSink::contribute), but `fill` adds into a

@@ -112,12 +112,16 @@ impl<T: Float> Tape<T> {
             if !node.requires_grad {
                 continue;
             }
-            // The gradient leaves its slot while the rule runs, so the rule
-            // can read it while it sums into the inputs' slots.
-            let Some(g) = self.grads[id].take() else { continue };
-            let mut sink = GradSink::new(&self.nodes, &mut self.grads, &mut self.pool);
-            node.op.backward(&mut sink, &g, &node.value);
-            self.grads[id] = Some(g);
+            // A node's inputs come before it on the tape, so its rule gets
+            // the slots before `id` to sum into and reads its own gradient
+            // where it lies. (Moved out of its slot and back, the gradient
+            // was read right after the previous rule's narrower stores had
+            // written it, before they reached the cache: a stall on every
+            // node, as in `append.rs`.)
+            let (inputs, from_id) = self.grads.split_at_mut(id);
+            let Some(g) = &from_id[0] else { continue };
+            let mut sink = GradSink::new(&self.nodes, inputs, &mut self.pool);
+            node.op.backward(&mut sink, g, &node.value);
             if self.detect_anomaly()
                 && let Some(error) = self.non_finite_gradient(id)
             {
