@@ -213,10 +213,15 @@ impl<T: Float> Tape<T> {
             return;
         }
         let keep = mark.len();
-        for node in self.nodes.drain(keep..) {
-            self.pool.give(node.value.data);
-            recycle_op(node.op, &mut self.pool, &mut self.index_pool);
+        // Each node's buffers are taken where it lies: moved out whole by
+        // `drain`, the 152-byte node was copied to the stack and read back
+        // before the copy's wide stores had landed (perf: 45% of `reset_to`
+        // in W2 as `g_*` calls; see `append.rs`).
+        for node in &mut self.nodes[keep..] {
+            self.pool.give(std::mem::take(&mut node.value.data));
+            recycle_op(std::mem::replace(&mut node.op, Op::Constant), &mut self.pool, &mut self.index_pool);
         }
+        self.nodes.truncate(keep);
         self.locations.truncate(keep);
         for grad in self.grads.drain(keep.min(self.grads.len())..).flatten() {
             self.pool.give(grad.data);
