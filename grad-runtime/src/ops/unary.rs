@@ -622,7 +622,7 @@ fn unary<T: Float>(tp: &mut Tape<T>, x: Var, function: Unary<T>) -> Var {
         return tp.poisoned_var();
     };
     let (name, location) = (function.name(), Location::caller());
-    let mut out = tp.output(name, tp.value_of(x).shape.clone(), &[x], location);
+    let mut out = tp.output_like(name, x, location);
     if let Some(out) = &mut out {
         with_function!(function, f => forward(f, &tp.value_of(x).data, &mut out.data));
     }
