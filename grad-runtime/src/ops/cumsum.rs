@@ -41,7 +41,7 @@ pub fn g_cumsum<T: Float>(tp: &mut Tape<T>, x: Var, axis: isize) -> Var {
     let Some(axis) = normalize_axis(axis, ndim) else {
         return tp.fail(NAME, ErrorKind::Axis { axis, ndim }, &[x], location);
     };
-    let Some(mut out) = tp.output(NAME, tp.value_of(x).shape.clone(), &[x], location) else {
+    let Some(mut out) = tp.output_like(NAME, x, location) else {
         return tp.poisoned_var();
     };
     let lanes = AxisLanes::new(tp.shape(x), axis);

@@ -109,7 +109,7 @@ fn along_axis<T: Float>(
         return tp.fail(name, ErrorKind::Axis { axis, ndim }, &[x], location);
     };
     let lanes = AxisLanes::new(tp.shape(x), axis);
-    let Some(mut out) = tp.output(name, tp.value_of(x).shape.clone(), &[x], location) else { return tp.poisoned_var() };
+    let Some(mut out) = tp.output_like(name, x, location) else { return tp.poisoned_var() };
     let mut scratch = tp.scratch(lanes.scratch_len(1));
     lanes.rows([&tp.value_of(x).data], &mut out.data, &mut scratch, row);
     tp.recycle(scratch);

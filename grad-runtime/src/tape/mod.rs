@@ -471,17 +471,8 @@ impl<T: Float> Tape<T> {
         inputs: &[NodeId],
         location: &'static Location<'static>,
     ) -> Option<Tensor<T>> {
-        let data = checked_len::<T>(shape.slice()).and_then(|len| {
-            let refused = || ErrorKind::TooLarge { shape: shape.slice().to_vec(), reason: ALLOCATION };
-            self.pool.try_take(len).ok_or_else(refused)
-        });
-        match data {
-            Ok(data) => Some(Tensor::new(shape, data)),
-            Err(kind) => {
-                self.fail(op, kind, inputs, location);
-                None
-            }
-        }
+        let len = checked_len::<T>(shape.slice());
+        self.take_output(op, shape, len, inputs, location)
     }
 
     /// [`output`](Tape::output) for an op whose output has the shape of
@@ -496,11 +487,28 @@ impl<T: Float> Tape<T> {
     ) -> Option<Tensor<T>> {
         let value = &self.nodes[x].value;
         let (shape, len) = (value.shape.clone(), value.len());
-        match self.pool.try_take(len) {
-            Some(data) => Some(Tensor::new(shape, data)),
-            None => {
-                let kind = ErrorKind::TooLarge { shape: shape.slice().to_vec(), reason: ALLOCATION };
-                self.fail(op, kind, &[x], location);
+        self.take_output(op, shape, Ok(len), &[x], location)
+    }
+
+    /// The buffer of an output of `shape` and `len` elements (or the error
+    /// of its size check), or `None` after recording why there is none.
+    #[inline]
+    fn take_output(
+        &mut self,
+        op: &'static str,
+        shape: IxDyn,
+        len: Result<usize, ErrorKind>,
+        inputs: &[NodeId],
+        location: &'static Location<'static>,
+    ) -> Option<Tensor<T>> {
+        let data = len.and_then(|len| {
+            let refused = || ErrorKind::TooLarge { shape: shape.slice().to_vec(), reason: ALLOCATION };
+            self.pool.try_take(len).ok_or_else(refused)
+        });
+        match data {
+            Ok(data) => Some(Tensor::new(shape, data)),
+            Err(kind) => {
+                self.fail(op, kind, inputs, location);
                 None
             }
         }
