@@ -306,7 +306,7 @@ impl<T: Float + Equivalence> Dist<T> {
                 match tape.grad_of(id) {
                     Some(grad) => {
                         send[self.size + i] = T::from_usize(1);
-                        send.extend_from_slice(&grad.data);
+                        send.extend_from_slice(grad);
                     }
                     None => send.resize(send.len() + len, T::default()),
                 }

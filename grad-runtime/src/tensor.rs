@@ -44,6 +44,27 @@ impl<T: Float> Tensor<T> {
     }
 }
 
+/// A tensor borrowed in parts: a node's gradient, read in its slot (which
+/// keeps no shape of its own) with the shape of the node's value.
+pub(crate) struct TensorRef<'a, T> {
+    pub(crate) shape: &'a IxDyn,
+    pub(crate) data: &'a [T],
+}
+
+impl<T: Float> TensorRef<'_, T> {
+    pub(crate) fn shape(&self) -> &[usize] {
+        self.shape.slice()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    pub(crate) fn view(&self) -> ArrayViewD<'_, T> {
+        ArrayViewD::from_shape(self.shape.clone(), self.data).expect(VIEWABLE)
+    }
+}
+
 /// Anything a tape can copy in as a parameter or constant: any ndarray
 /// array (owned, a view, or a reference to one) of any dimension, or a
 /// scalar (a 0-d tensor).

@@ -12,7 +12,7 @@ use crate::error::ErrorKind;
 use crate::ops::Op;
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
-use crate::tensor::Tensor;
+use crate::tensor::{Tensor, TensorRef};
 use crate::{Float, Tape, Var, parallel, simd};
 
 /// `a + b`, broadcasting as NumPy (`[64, 10] + [10]`, `[2, 1, 3] + [4, 1]`).
@@ -125,22 +125,22 @@ fn binary<T: Float>(
     tp.push(op(a, b), out)
 }
 
-pub(crate) fn add_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, a: NodeId, b: NodeId) {
-    sink.contribute_summed(a, &g.data, g.shape(), false);
-    sink.contribute_summed(b, &g.data, g.shape(), false);
+pub(crate) fn add_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &TensorRef<'_, T>, a: NodeId, b: NodeId) {
+    sink.contribute_summed(a, g.data, g.shape(), false);
+    sink.contribute_summed(b, g.data, g.shape(), false);
 }
 
-pub(crate) fn sub_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, a: NodeId, b: NodeId) {
-    sink.contribute_summed(a, &g.data, g.shape(), false);
-    sink.contribute_summed(b, &g.data, g.shape(), true);
+pub(crate) fn sub_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &TensorRef<'_, T>, a: NodeId, b: NodeId) {
+    sink.contribute_summed(a, g.data, g.shape(), false);
+    sink.contribute_summed(b, g.data, g.shape(), true);
 }
 
-pub(crate) fn mul_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, a: NodeId, b: NodeId) {
+pub(crate) fn mul_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &TensorRef<'_, T>, a: NodeId, b: NodeId) {
     let unbroadcast = |x: NodeId| sink.value(x).shape() == g.shape();
     if a != b && sink.wants(a) && sink.wants(b) && unbroadcast(a) && unbroadcast(b) {
         // Both gradients in one pass, which reads `g` once instead of twice.
         let (va, vb) = (&sink.value(a).data, &sink.value(b).data);
-        let (mut da, mut db) = (sink.scratch(g.len()), sink.scratch(g.len()));
+        let (mut da, mut db) = (sink.scratch_for(a, g.len()), sink.scratch_for(b, g.len()));
         parallel::for_each_chunk_of_two(&mut da, &mut db, |offset, da, db| {
             let n = da.len();
             products(&g.data[offset..offset + n], &va[offset..offset + n], &vb[offset..offset + n], da, db);
@@ -163,13 +163,19 @@ simd::multiversion! {
     }
 }
 
-pub(crate) fn div_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, out: &Tensor<T>, a: NodeId, b: NodeId) {
+pub(crate) fn div_backward<T: Float>(
+    sink: &mut GradSink<'_, T>,
+    g: &TensorRef<'_, T>,
+    out: &Tensor<T>,
+    a: NodeId,
+    b: NodeId,
+) {
     times_other(sink, g, a, b, |g, b| g / b);
     // d(a/b)/db = -(a/b)/b: the output already holds a/b.
     let vb = sink.value(b);
     sink.contribute_broadcast(b, g.shape(), |c| {
         zip_broadcast((&out.data, out.shape()), (&vb.data, vb.shape()), c, g.shape(), |y, b| y / b);
-        c.iter_mut().zip(&g.data).for_each(|(c, &g)| *c = -g * *c);
+        c.iter_mut().zip(g.data).for_each(|(c, &g)| *c = -g * *c);
     });
 }
 
@@ -177,13 +183,13 @@ pub(crate) fn div_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, 
 /// output's shape, summed back to `x`'s shape.
 fn times_other<T: Float>(
     sink: &mut GradSink<'_, T>,
-    g: &Tensor<T>,
+    g: &TensorRef<'_, T>,
     x: NodeId,
     other: NodeId,
     f: impl Fn(T, T) -> T + Sync,
 ) {
     let vo = sink.value(other);
     sink.contribute_broadcast(x, g.shape(), |c| {
-        zip_broadcast((&g.data, g.shape()), (&vo.data, vo.shape()), c, g.shape(), f)
+        zip_broadcast((g.data, g.shape()), (&vo.data, vo.shape()), c, g.shape(), f)
     });
 }

@@ -15,7 +15,7 @@ use crate::gemm::{self, MatRef, scratch_len};
 use crate::ops::Op;
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
-use crate::tensor::Tensor;
+use crate::tensor::TensorRef;
 use crate::{Float, Tape, Var, parallel};
 
 /// What a conv node keeps beyond its inputs: stride, padding and dilation
@@ -128,7 +128,7 @@ pub fn g_conv2d<T: Float>(
 
 pub(crate) fn conv2d_backward<T: Float>(
     sink: &mut GradSink<'_, T>,
-    g: &Tensor<T>,
+    g: &TensorRef<'_, T>,
     x: NodeId,
     w: NodeId,
     b: Option<NodeId>,

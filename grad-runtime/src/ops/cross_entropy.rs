@@ -12,7 +12,7 @@ use crate::ops::reduce::sum_slice;
 use crate::ops::sink::GradSink;
 use crate::ops::softmax::{row_max, softmax_row};
 use crate::tape::NodeId;
-use crate::tensor::Tensor;
+use crate::tensor::TensorRef;
 use crate::{Float, Tape, Var};
 
 /// Cross-entropy of `logits: [N, C]` against integer class `targets` (one
@@ -80,7 +80,7 @@ fn row_loss<T: Float>(row: &[T], target: usize, exps: &mut [T]) -> T {
 
 pub(crate) fn cross_entropy_backward<T: Float>(
     sink: &mut GradSink<'_, T>,
-    g: &Tensor<T>,
+    g: &TensorRef<'_, T>,
     logits: NodeId,
     targets: &[usize],
 ) {

@@ -7,7 +7,7 @@ use crate::ops::Op;
 use crate::ops::axis::{AxisLanes, normalize_axis};
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
-use crate::tensor::Tensor;
+use crate::tensor::TensorRef;
 use crate::{Float, Tape, Var};
 
 /// The running sum along `axis` (negative counts from the end): element
@@ -49,9 +49,9 @@ pub fn g_cumsum<T: Float>(tp: &mut Tape<T>, x: Var, axis: isize) -> Var {
     tp.push(Op::Cumsum { x, axis }, out)
 }
 
-pub(crate) fn cumsum_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, x: NodeId, axis: usize) {
+pub(crate) fn cumsum_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &TensorRef<'_, T>, x: NodeId, axis: usize) {
     let lanes = AxisLanes::new(g.shape(), axis);
-    sink.contribute(x, |c| running_sums(&g.data, lanes, c, true));
+    sink.contribute(x, |c| running_sums(g.data, lanes, c, true));
 }
 
 /// `out` = the running sums of every lane of `x`, from the lane's end when `reverse`.

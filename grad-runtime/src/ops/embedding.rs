@@ -8,7 +8,7 @@ use crate::error::ErrorKind;
 use crate::ops::Op;
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
-use crate::tensor::Tensor;
+use crate::tensor::TensorRef;
 use crate::{Float, Tape, Var};
 
 /// Rows of `table: [V, D]` gathered by `ids` (each in `0..V`), giving
@@ -57,7 +57,12 @@ pub fn g_embedding<T: Float>(tp: &mut Tape<T>, table: Var, ids: &[usize]) -> Var
     tp.push(Op::Embedding { table, ids }, out)
 }
 
-pub(crate) fn embedding_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, table: NodeId, ids: &[usize]) {
+pub(crate) fn embedding_backward<T: Float>(
+    sink: &mut GradSink<'_, T>,
+    g: &TensorRef<'_, T>,
+    table: NodeId,
+    ids: &[usize],
+) {
     let dim = sink.value(table).shape()[1];
     sink.contribute_zeroed(table, |c| {
         for (g_row, &id) in g.data.chunks_exact(dim.max(1)).zip(ids) {

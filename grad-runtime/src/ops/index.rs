@@ -13,7 +13,7 @@ use crate::ops::Op;
 use crate::ops::axis::{AxisLanes, normalize_axis};
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
-use crate::tensor::Tensor;
+use crate::tensor::TensorRef;
 use crate::{Float, Tape, Var};
 
 /// `out[i][j][k] = x[i][indices[i][j][k]][k]` for `axis = 1` (PyTorch's
@@ -85,7 +85,7 @@ pub fn g_gather<T: Float, S: Data<Elem = usize>, D: Dimension>(
 
 pub(crate) fn gather_backward<T: Float>(
     sink: &mut GradSink<'_, T>,
-    g: &Tensor<T>,
+    g: &TensorRef<'_, T>,
     x: NodeId,
     axis: usize,
     indices: &[usize],
@@ -161,7 +161,7 @@ pub fn g_index_select<T: Float>(tp: &mut Tape<T>, x: Var, axis: isize, indices: 
 
 pub(crate) fn index_select_backward<T: Float>(
     sink: &mut GradSink<'_, T>,
-    g: &Tensor<T>,
+    g: &TensorRef<'_, T>,
     x: NodeId,
     axis: usize,
     indices: &[usize],

@@ -7,7 +7,7 @@ use crate::error::ErrorKind;
 use crate::ops::Op;
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
-use crate::tensor::Tensor;
+use crate::tensor::TensorRef;
 use crate::{Float, Tape, Var};
 
 /// Layer normalization over the last axis of `x: [..., D]`, with a learned
@@ -74,7 +74,7 @@ fn row_stats<T: Float>(row: &[T], eps: T) -> (T, T) {
 
 pub(crate) fn layer_norm_backward<T: Float>(
     sink: &mut GradSink<'_, T>,
-    g: &Tensor<T>,
+    g: &TensorRef<'_, T>,
     [x, gamma, beta]: [NodeId; 3],
     eps: T,
 ) {

@@ -11,7 +11,7 @@ use crate::ops::Op;
 use crate::ops::axis::{AxisArg, normalize_axis};
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
-use crate::tensor::Tensor;
+use crate::tensor::TensorRef;
 use crate::{Float, Tape, Var};
 
 /// Swaps the last two axes (`[m, n]` → `[n, m]`, `[b, m, n]` → `[b, n, m]`).
@@ -44,7 +44,8 @@ pub fn g_transpose<T: Float>(tp: &mut Tape<T>, x: Var) -> Var {
     let mut shape = tp.value_of(x).shape.clone();
     shape.slice_mut().swap(ndim - 2, ndim - 1);
     let Some(mut out) = tp.output(NAME, shape, &[x], location) else { return tp.poisoned_var() };
-    transpose_last_two(tp.value_of(x), &mut out.data);
+    let value = tp.value_of(x);
+    transpose_last_two(value.shape(), &value.data, &mut out.data);
     tp.push(Op::Transpose(x), out)
 }
 
@@ -153,8 +154,10 @@ pub fn g_slice<T: Float>(tp: &mut Tape<T>, x: Var, starts: &[usize], stops: &[us
         let kind = ErrorKind::SliceRange { axis, start: starts[axis], stop: stops[axis], len: shape[axis] };
         return tp.fail(NAME, kind, &[x], location);
     }
-    let out_shape: Vec<usize> = starts.iter().zip(stops).map(|(a, b)| b - a).collect();
-    let Some(mut out) = tp.output(NAME, IxDyn(&out_shape), &[x], location) else { return tp.poisoned_var() };
+    // An `IxDyn` holds up to 4 axes inline: a training step's slices allocate nothing.
+    let mut out_shape = IxDyn::zeros(starts.len());
+    out_shape.slice_mut().iter_mut().zip(starts.iter().zip(stops)).for_each(|(n, (a, b))| *n = b - a);
+    let Some(mut out) = tp.output(NAME, out_shape, &[x], location) else { return tp.poisoned_var() };
     let input = tp.value_of(x).view();
     copy_view(input.slice_each_axis(|ax| block_of(starts, stops, ax.axis)), &mut out.data);
     tp.push(Op::Slice { x, starts: IxDyn(starts) }, out)
@@ -211,24 +214,31 @@ pub fn g_concat<T: Float>(tp: &mut Tape<T>, a: Var, b: Var, axis: impl AxisArg) 
     tp.push(Op::Concat { a, b, axis }, out)
 }
 
-pub(crate) fn transpose_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, x: NodeId) {
-    sink.contribute(x, |c| transpose_last_two(g, c));
+pub(crate) fn transpose_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &TensorRef<'_, T>, x: NodeId) {
+    sink.contribute(x, |c| transpose_last_two(g.shape(), g.data, c));
 }
 
-pub(crate) fn reshape_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, x: NodeId) {
-    sink.contribute(x, |c| c.copy_from_slice(&g.data));
+pub(crate) fn reshape_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &TensorRef<'_, T>, x: NodeId) {
+    sink.contribute(x, |c| c.copy_from_slice(g.data));
 }
 
-pub(crate) fn slice_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, x: NodeId, starts: &IxDyn) {
+pub(crate) fn slice_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &TensorRef<'_, T>, x: NodeId, starts: &IxDyn) {
     let shape = sink.value(x).shape.clone();
-    let stops: Vec<usize> = starts.slice().iter().zip(g.shape()).map(|(s, n)| s + n).collect();
+    let mut stops = starts.clone();
+    stops.slice_mut().iter_mut().zip(g.shape()).for_each(|(s, n)| *s += n);
     sink.contribute_zeroed(x, |c| {
         let mut whole = ArrayViewMutD::from_shape(shape, c).expect("invariant: the buffer has x's shape");
-        whole.slice_each_axis_mut(|ax| block_of(starts.slice(), &stops, ax.axis)).assign(&g.view());
+        whole.slice_each_axis_mut(|ax| block_of(starts.slice(), stops.slice(), ax.axis)).assign(&g.view());
     });
 }
 
-pub(crate) fn concat_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, a: NodeId, b: NodeId, axis: usize) {
+pub(crate) fn concat_backward<T: Float>(
+    sink: &mut GradSink<'_, T>,
+    g: &TensorRef<'_, T>,
+    a: NodeId,
+    b: NodeId,
+    axis: usize,
+) {
     let split = sink.value(a).shape()[axis];
     let g = g.view();
     for (x, part) in [(a, Slice::from(..split)), (b, Slice::from(split..))] {
@@ -244,14 +254,13 @@ fn block_of(starts: &[usize], stops: &[usize], axis: Axis) -> Slice {
 /// matrix of the batch becomes `cols × rows`. It goes tile by tile, so that
 /// the rows read and the rows written both stay in cache (element by element
 /// through a strided view this was most of W4's time).
-fn transpose_last_two<T: Float>(x: &Tensor<T>, out: &mut [T]) {
+fn transpose_last_two<T: Float>(shape: &[usize], x: &[T], out: &mut [T]) {
     const TILE: usize = 16;
-    let shape = x.shape();
     let (rows, cols) = (shape[shape.len() - 2], shape[shape.len() - 1]);
     if rows == 0 || cols == 0 {
         return;
     }
-    for (from, to) in x.data.chunks_exact(rows * cols).zip(out.chunks_exact_mut(rows * cols)) {
+    for (from, to) in x.chunks_exact(rows * cols).zip(out.chunks_exact_mut(rows * cols)) {
         for i0 in (0..rows).step_by(TILE) {
             for j0 in (0..cols).step_by(TILE) {
                 for i in i0..(i0 + TILE).min(rows) {

@@ -14,7 +14,7 @@ use crate::gemm::{self, MatRef};
 use crate::ops::Op;
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
-use crate::tensor::Tensor;
+use crate::tensor::TensorRef;
 use crate::{Float, Tape, Var, pair, parallel};
 
 /// The matrix product `a @ b` with NumPy's rules for stacks of matrices:
@@ -281,7 +281,7 @@ fn first_batch_mismatch(a: &[usize], b: &[usize]) -> ErrorKind {
     ErrorKind::BatchDim { left, right }
 }
 
-pub(crate) fn matmul_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, a: NodeId, b: NodeId) {
+pub(crate) fn matmul_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &TensorRef<'_, T>, a: NodeId, b: NodeId) {
     let (va, vb) = (sink.value(a), sink.value(b));
     let plan = Plan::new(va.shape(), vb.shape()).expect("invariant: shapes were checked in the forward pass");
     let (m, k, n) = (plan.m, plan.k, plan.n);

@@ -93,7 +93,7 @@ use ndarray::IxDyn;
 
 use crate::Float;
 use crate::tape::NodeId;
-use crate::tensor::Tensor;
+use crate::tensor::{Tensor, TensorRef};
 use sink::GradSink;
 use unary::Unary;
 
@@ -300,7 +300,7 @@ impl<T: Float> Op<T> {
 
     /// Hands the node's gradient `g` to its inputs; `out` is the node's
     /// value. One arm per backward rule, each beside its forward.
-    pub(crate) fn backward(&self, sink: &mut GradSink<'_, T>, g: &Tensor<T>, out: &Tensor<T>) {
+    pub(crate) fn backward(&self, sink: &mut GradSink<'_, T>, g: &TensorRef<'_, T>, out: &Tensor<T>) {
         match *self {
             // Leaves: their gradient is the result, there is no input to pass it to.
             Op::Param | Op::Constant => {}

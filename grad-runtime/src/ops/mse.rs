@@ -9,7 +9,7 @@ use crate::ops::Op;
 use crate::ops::reduce::sum_slice;
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
-use crate::tensor::Tensor;
+use crate::tensor::TensorRef;
 use crate::{Float, Tape, Var};
 
 /// Mean squared error `mean((y - t)²)` over every element, as a scalar.
@@ -52,7 +52,7 @@ pub fn g_mse<T: Float>(tp: &mut Tape<T>, y: Var, t: Var) -> Var {
     tp.push(Op::Mse(y, t), out)
 }
 
-pub(crate) fn mse_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, y: NodeId, t: NodeId) {
+pub(crate) fn mse_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &TensorRef<'_, T>, y: NodeId, t: NodeId) {
     let (vy, vt) = (sink.value(y), sink.value(t));
     let scale = (g.data[0] + g.data[0]) / T::from_usize(vy.len());
     for (x, sign) in [(y, T::one()), (t, -T::one())] {

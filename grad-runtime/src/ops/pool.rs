@@ -10,7 +10,7 @@ use crate::ops::Op;
 use crate::ops::conv::{check_window_args, window_count};
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
-use crate::tensor::Tensor;
+use crate::tensor::TensorRef;
 use crate::{Float, Tape, Var};
 
 /// What a pooling node keeps: kernel, stride and padding as `[rows, columns]`.
@@ -132,7 +132,12 @@ fn pool<T: Float>(
     tp.push(op, out)
 }
 
-pub(crate) fn max_pool2d_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, x: NodeId, spec: PoolSpec) {
+pub(crate) fn max_pool2d_backward<T: Float>(
+    sink: &mut GradSink<'_, T>,
+    g: &TensorRef<'_, T>,
+    x: NodeId,
+    spec: PoolSpec,
+) {
     let vx = sink.value(x);
     let window = Window::new(vx.shape(), spec);
     sink.contribute_zeroed(x, |gx| {
@@ -140,7 +145,12 @@ pub(crate) fn max_pool2d_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tens
     });
 }
 
-pub(crate) fn avg_pool2d_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, x: NodeId, spec: PoolSpec) {
+pub(crate) fn avg_pool2d_backward<T: Float>(
+    sink: &mut GradSink<'_, T>,
+    g: &TensorRef<'_, T>,
+    x: NodeId,
+    spec: PoolSpec,
+) {
     let window = Window::new(sink.value(x).shape(), spec);
     let scale = T::one() / T::from_usize(window.kernel[0] * window.kernel[1]);
     sink.contribute_zeroed(x, |gx| {

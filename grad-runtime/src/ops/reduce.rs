@@ -10,7 +10,7 @@ use crate::ops::Op;
 use crate::ops::axis::{AxisLanes, normalize_axis, reduced_shape};
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
-use crate::tensor::Tensor;
+use crate::tensor::TensorRef;
 use crate::{Float, Tape, Var, parallel, simd};
 
 /// The sum of every element, as a scalar (shape `[]`).
@@ -71,11 +71,11 @@ fn reduce_all<T: Float>(
     tp.push(op(x), out)
 }
 
-pub(crate) fn sum_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, x: NodeId) {
+pub(crate) fn sum_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &TensorRef<'_, T>, x: NodeId) {
     fill_backward(sink, x, g.data[0]);
 }
 
-pub(crate) fn mean_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, x: NodeId) {
+pub(crate) fn mean_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &TensorRef<'_, T>, x: NodeId) {
     let n = sink.value(x).len();
     fill_backward(sink, x, g.data[0] / T::from_usize(n));
 }
@@ -325,17 +325,17 @@ fn arg_extreme_lane<T: Float>(x: &[T], lanes: AxisLanes, start: usize, beats: im
     best
 }
 
-pub(crate) fn sum_axis_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, x: NodeId, axis: usize) {
+pub(crate) fn sum_axis_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &TensorRef<'_, T>, x: NodeId, axis: usize) {
     spread_backward(sink, g, x, axis, T::one());
 }
 
-pub(crate) fn mean_axis_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, x: NodeId, axis: usize) {
+pub(crate) fn mean_axis_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &TensorRef<'_, T>, x: NodeId, axis: usize) {
     let n = sink.value(x).shape()[axis];
     spread_backward(sink, g, x, axis, T::one() / T::from_usize(n));
 }
 
 /// Adds `scale * g[lane]` to every element of each lane.
-fn spread_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, x: NodeId, axis: usize, scale: T) {
+fn spread_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &TensorRef<'_, T>, x: NodeId, axis: usize, scale: T) {
     let lanes = AxisLanes::new(sink.value(x).shape(), axis);
     sink.contribute(x, |c| {
         lanes.for_each(|lane, start| {
@@ -347,18 +347,18 @@ fn spread_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, x: NodeI
     });
 }
 
-pub(crate) fn max_axis_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, x: NodeId, axis: usize) {
+pub(crate) fn max_axis_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &TensorRef<'_, T>, x: NodeId, axis: usize) {
     to_chosen_backward(sink, g, x, axis, argmax_lane);
 }
 
-pub(crate) fn min_axis_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, x: NodeId, axis: usize) {
+pub(crate) fn min_axis_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &TensorRef<'_, T>, x: NodeId, axis: usize) {
     to_chosen_backward(sink, g, x, axis, argmin_lane);
 }
 
 /// Sends each lane's `g` to the element `choose` picked, zeros elsewhere.
 fn to_chosen_backward<T: Float>(
     sink: &mut GradSink<'_, T>,
-    g: &Tensor<T>,
+    g: &TensorRef<'_, T>,
     x: NodeId,
     axis: usize,
     choose: fn(&[T], AxisLanes, usize) -> usize,

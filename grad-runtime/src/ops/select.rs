@@ -13,7 +13,7 @@ use crate::error::{ErrorKind, GradError};
 use crate::ops::Op;
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
-use crate::tensor::Tensor;
+use crate::tensor::{Tensor, TensorRef};
 use crate::{Float, Tape, Var};
 
 /// `a` where `mask` is `true`, `b` where it is `false` (`torch.where(mask,
@@ -176,7 +176,13 @@ fn select<T: Float, S: Data<Elem = bool>, D: Dimension>(
     tp.push(Op::Where { mask, a, b }, out)
 }
 
-pub(crate) fn where_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, mask: NodeId, a: NodeId, b: NodeId) {
+pub(crate) fn where_backward<T: Float>(
+    sink: &mut GradSink<'_, T>,
+    g: &TensorRef<'_, T>,
+    mask: NodeId,
+    a: NodeId,
+    b: NodeId,
+) {
     let (mask_value, va, vb) = (sink.value(mask), sink.value(a), sink.value(b));
     for (x, taken) in [(a, true), (b, false)] {
         sink.contribute_broadcast(x, g.shape(), |c| {

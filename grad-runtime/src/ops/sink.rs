@@ -4,7 +4,7 @@
 
 use crate::broadcast::reduce_into;
 use crate::pool::BufferPool;
-use crate::tape::{Node, NodeId};
+use crate::tape::{GradSlot, Node, NodeId};
 use crate::tensor::Tensor;
 use crate::{Float, parallel, simd};
 
@@ -13,12 +13,12 @@ use crate::{Float, parallel, simd};
 /// node's inputs come before it), plus the buffer pool for scratch space.
 pub(crate) struct GradSink<'a, T> {
     nodes: &'a [Node<T>],
-    grads: &'a mut [Option<Tensor<T>>],
+    grads: &'a mut [GradSlot<T>],
     pool: &'a mut BufferPool<T>,
 }
 
 impl<'a, T: Float> GradSink<'a, T> {
-    pub(crate) fn new(nodes: &'a [Node<T>], grads: &'a mut [Option<Tensor<T>>], pool: &'a mut BufferPool<T>) -> Self {
+    pub(crate) fn new(nodes: &'a [Node<T>], grads: &'a mut [GradSlot<T>], pool: &'a mut BufferPool<T>) -> Self {
         GradSink { nodes, grads, pool }
     }
 
@@ -41,6 +41,20 @@ impl<'a, T: Float> GradSink<'a, T> {
         self.pool.take(len)
     }
 
+    /// A buffer of `len` elements with unspecified contents for a
+    /// contribution to `x`'s gradient that is built whole and then handed
+    /// to [`add`](GradSink::add): the buffer `x`'s slot kept from the last
+    /// backward when `x` has no gradient yet, else one from the pool. (From
+    /// the pool every time, each step would take a buffer and `add` would
+    /// hand the slot's stale one back: a training loop's second step would
+    /// allocate.)
+    pub(crate) fn scratch_for(&mut self, x: NodeId, len: usize) -> Vec<T> {
+        match self.grads[x].take_stale(len) {
+            Some(buffer) => buffer,
+            None => self.pool.take(len),
+        }
+    }
+
     /// Returns a scratch buffer to the pool.
     pub(crate) fn recycle(&mut self, buffer: Vec<T>) {
         self.pool.give(buffer);
@@ -54,7 +68,14 @@ impl<'a, T: Float> GradSink<'a, T> {
         if !self.wants(x) {
             return;
         }
-        let mut contribution = self.pool.take(self.value(x).len());
+        let len = self.value(x).len();
+        let slot = &mut self.grads[x];
+        if slot.get().is_none() {
+            // The first contribution is written where it stays.
+            fill(slot.start(len, self.pool));
+            return;
+        }
+        let mut contribution = self.pool.take(len);
         fill(&mut contribution);
         self.add(x, contribution);
     }
@@ -71,15 +92,12 @@ impl<'a, T: Float> GradSink<'a, T> {
         if !self.wants(x) {
             return;
         }
-        let node = &self.nodes[x].value;
-        match &mut self.grads[x] {
-            Some(grad) => write(&mut grad.data, true),
+        let slot = &mut self.grads[x];
+        match slot.get_mut() {
+            Some(grad) => write(grad, true),
             // The first contribution is written where it stays: a buffer
             // handed to `add` was read back right after it was written.
-            slot @ None => {
-                let grad = slot.insert(Tensor::new(node.shape.clone(), self.pool.take(node.len())));
-                write(&mut grad.data, false);
-            }
+            None => write(slot.start(self.nodes[x].value.len(), self.pool), false),
         }
     }
 
@@ -90,7 +108,15 @@ impl<'a, T: Float> GradSink<'a, T> {
         if !self.wants(x) {
             return;
         }
-        let mut contribution = self.pool.take_zeroed(self.value(x).len());
+        let len = self.value(x).len();
+        let slot = &mut self.grads[x];
+        if slot.get().is_none() {
+            let gradient = slot.start(len, self.pool);
+            gradient.fill(T::zero());
+            fill(gradient);
+            return;
+        }
+        let mut contribution = self.pool.take_zeroed(len);
         fill(&mut contribution);
         self.add(x, contribution);
     }
@@ -104,16 +130,14 @@ impl<'a, T: Float> GradSink<'a, T> {
             return;
         }
         let x_shape = self.value(x).shape();
-        let mut on_output = self.pool.take(on.iter().product());
-        fill(&mut on_output);
         if x_shape == on {
-            self.add(x, on_output);
+            self.contribute(x, fill);
             return;
         }
-        let mut contribution = self.pool.take_zeroed(self.value(x).len());
-        reduce_into(&on_output, on, x_shape, &mut contribution);
+        let mut on_output = self.pool.take(on.iter().product());
+        fill(&mut on_output);
+        self.contribute_zeroed(x, |c| reduce_into(&on_output, on, x_shape, c));
         self.pool.give(on_output);
-        self.add(x, contribution);
     }
 
     /// Adds `g` (of the broadcast output's shape `on`) summed back to `x`'s
@@ -148,14 +172,13 @@ impl<'a, T: Float> GradSink<'a, T> {
     /// The first contribution is moved in, not added to zeros.
     pub(crate) fn add(&mut self, id: NodeId, contribution: Vec<T>) {
         debug_assert_eq!(contribution.len(), self.nodes[id].value.len());
-        match &mut self.grads[id] {
+        let slot = &mut self.grads[id];
+        match slot.get_mut() {
             Some(grad) => {
-                parallel::for_each_chunk(&mut grad.data, |offset, grad| add_into(grad, &contribution[offset..]));
+                parallel::for_each_chunk(grad, |offset, grad| add_into(grad, &contribution[offset..]));
                 self.pool.give(contribution);
             }
-            slot @ None => {
-                *slot = Some(Tensor::new(self.nodes[id].value.shape.clone(), contribution));
-            }
+            None => slot.set(contribution, self.pool),
         }
     }
 }

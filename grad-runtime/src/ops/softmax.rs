@@ -12,7 +12,7 @@ use crate::ops::axis::{AxisLanes, normalize_axis};
 use crate::ops::reduce::sum_slice;
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
-use crate::tensor::Tensor;
+use crate::tensor::{Tensor, TensorRef};
 use crate::{Float, Tape, Var, simd};
 
 /// `exp(x - max) / sum(exp(x - max))` along `axis` (negative counts from
@@ -118,7 +118,7 @@ fn along_axis<T: Float>(
 
 pub(crate) fn softmax_backward<T: Float>(
     sink: &mut GradSink<'_, T>,
-    g: &Tensor<T>,
+    g: &TensorRef<'_, T>,
     out: &Tensor<T>,
     x: NodeId,
     axis: usize,
@@ -142,7 +142,7 @@ simd::multiversion! {
 
 pub(crate) fn log_softmax_backward<T: Float>(
     sink: &mut GradSink<'_, T>,
-    g: &Tensor<T>,
+    g: &TensorRef<'_, T>,
     out: &Tensor<T>,
     x: NodeId,
     axis: usize,
@@ -164,7 +164,7 @@ simd::multiversion! {
 /// Runs `row([g, y], dx)` on every lane along `axis` and adds `dx` to `x`'s gradient.
 fn lane_backward<T: Float>(
     sink: &mut GradSink<'_, T>,
-    g: &Tensor<T>,
+    g: &TensorRef<'_, T>,
     out: &Tensor<T>,
     x: NodeId,
     axis: usize,
@@ -172,6 +172,6 @@ fn lane_backward<T: Float>(
 ) {
     let lanes = AxisLanes::new(out.shape(), axis);
     let mut scratch = sink.scratch(lanes.scratch_len(2));
-    sink.contribute(x, |dx| lanes.rows([&g.data, &out.data], dx, &mut scratch, row));
+    sink.contribute(x, |dx| lanes.rows([g.data, &out.data], dx, &mut scratch, row));
     sink.recycle(scratch);
 }

@@ -9,7 +9,7 @@ use crate::error::ErrorKind;
 use crate::ops::Op;
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
-use crate::tensor::Tensor;
+use crate::tensor::{Tensor, TensorRef};
 use crate::{Float, Tape, Var, parallel, simd};
 
 /// An elementwise function and its derivative. `Sync` so that one value
@@ -631,7 +631,7 @@ fn unary<T: Float>(tp: &mut Tape<T>, x: Var, function: Unary<T>) -> Var {
 
 pub(crate) fn unary_backward<T: Float>(
     sink: &mut GradSink<'_, T>,
-    g: &Tensor<T>,
+    g: &TensorRef<'_, T>,
     out: &Tensor<T>,
     x: NodeId,
     function: Unary<T>,
@@ -639,6 +639,6 @@ pub(crate) fn unary_backward<T: Float>(
     let input = &sink.value(x).data;
     sink.contribute_elementwise(
         x,
-        |c, accumulate| with_function!(function, f => gradient(f, &g.data, input, &out.data, c, accumulate)),
+        |c, accumulate| with_function!(function, f => gradient(f, g.data, input, &out.data, c, accumulate)),
     );
 }

@@ -279,7 +279,7 @@ impl Registry {
         self.check_ready(op, tape, location)?;
         for entry in &self.entries {
             let node = entry.var.index();
-            let Some((position, bad)) = tape.grad_of(node).and_then(|grad| first_non_finite(&grad.data)) else {
+            let Some((position, bad)) = tape.grad_of(node).and_then(first_non_finite) else {
                 continue;
             };
             let parameter = entry.name.as_str().into();
@@ -321,7 +321,7 @@ impl Registry {
         let mut sum_of_squares = 0.0;
         for entry in &self.entries {
             if let Some(grad) = tape.grad_of(entry.var.index()) {
-                for &g in &grad.data {
+                for &g in grad {
                     let g = g.to_f64();
                     sum_of_squares += g * g;
                 }

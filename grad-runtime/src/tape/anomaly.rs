@@ -79,7 +79,7 @@ impl<T: Float> Tape<T> {
         let node = &self.nodes[id];
         for (input, x) in node.op.inputs().enumerate() {
             let Some(grad) = self.grad_of(x) else { continue };
-            if let Some((position, bad)) = first_non_finite(&grad.data) {
+            if let Some((position, bad)) = first_non_finite(grad) {
                 let kind = ErrorKind::NonFinite { value: describe(bad), position, input: Some(input) };
                 let shapes = node.op.inputs().map(|x| self.shape(x).to_vec()).collect();
                 return Some(GradError::new(node.op.name(), kind, shapes, self.locations[id]));

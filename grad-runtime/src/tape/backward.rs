@@ -10,6 +10,7 @@ use crate::error::{ErrorKind, GradError};
 use crate::finite::describe;
 use crate::ops::Op;
 use crate::ops::sink::GradSink;
+use crate::tensor::TensorRef;
 use crate::{Float, Tape, Var};
 
 impl<T: Float> Tape<T> {
@@ -97,14 +98,14 @@ impl<T: Float> Tape<T> {
             return Err(GradError::new(OP, kind, vec![seed.shape().to_vec()], location));
         }
 
-        self.grow_grads();
+        self.fit_grads();
         self.clear_intermediate_grads();
-        let mut seed_data = self.pool.take(self.nodes[loss].value.len());
+        let mut sink = GradSink::new(&self.nodes, &mut self.grads, &mut self.pool);
+        let mut seed_data = sink.scratch_for(loss, self.nodes[loss].value.len());
         match &seed {
             Some(seed) => seed_data.iter_mut().zip(seed.iter()).for_each(|(s, &v)| *s = v),
             None => seed_data.fill(T::one()),
         }
-        let mut sink = GradSink::new(&self.nodes, &mut self.grads, &mut self.pool);
         sink.add(loss, seed_data);
 
         for id in (0..=loss).rev() {
@@ -119,9 +120,10 @@ impl<T: Float> Tape<T> {
             // written it, before they reached the cache: a stall on every
             // node, as in `append.rs`.)
             let (inputs, from_id) = self.grads.split_at_mut(id);
-            let Some(g) = &from_id[0] else { continue };
+            let Some(g) = from_id[0].get() else { continue };
             let mut sink = GradSink::new(&self.nodes, inputs, &mut self.pool);
-            node.op.backward(&mut sink, g, &node.value);
+            let g = TensorRef { shape: &node.value.shape, data: g };
+            node.op.backward(&mut sink, &g, &node.value);
             if self.detect_anomaly()
                 && let Some(error) = self.non_finite_gradient(id)
             {
@@ -135,10 +137,8 @@ impl<T: Float> Tape<T> {
     /// Clears every gradient except the parameters' (which accumulate).
     fn clear_intermediate_grads(&mut self) {
         for (node, slot) in self.nodes.iter().zip(self.grads.iter_mut()) {
-            if !matches!(node.op, Op::Param)
-                && let Some(grad) = slot.take()
-            {
-                self.pool.give(grad.data);
+            if !matches!(node.op, Op::Param) {
+                slot.clear();
             }
         }
     }

@@ -7,6 +7,7 @@
 mod anomaly;
 mod append;
 mod backward;
+mod grad_slot;
 mod read;
 
 use std::fmt;
@@ -23,6 +24,8 @@ use crate::pool::BufferPool;
 use crate::size::{ALLOCATION, checked_len};
 use crate::tensor::{Tensor, TensorInput, tensor_from_input};
 use crate::{Float, Mark, Var};
+
+pub(crate) use grad_slot::GradSlot;
 
 /// Position of a node on its tape. Inputs always have smaller ids than the
 /// nodes made from them, so reverse id order is a topological order.
@@ -80,10 +83,12 @@ pub struct Tape<T: Float = f32> {
     /// `memcpy` call; under 128 it would be moved inline.)
     locations: Vec<&'static Location<'static>>,
     /// A gradient slot per node, apart from `nodes` so that backward can
-    /// read values while it writes gradients. `None`, or no slot yet,
-    /// means zeros: slots are made by `backward` (`grow_grads`), not by
-    /// every op (writing a 64-byte `None` per node cost W2 about 5%).
-    grads: Vec<Option<Tensor<T>>>,
+    /// read values while it writes gradients. A slot that is not live, or
+    /// no slot yet, means zeros: slots are made by `backward`
+    /// (`fit_grads`), not by every op (writing a 64-byte `None` per node
+    /// cost W2 about 5%). Slots past the last node keep their buffers for
+    /// the nodes a rebuilt graph puts there (see `grad_slot.rs`).
+    grads: Vec<GradSlot<T>>,
     pool: BufferPool<T>,
     /// Recycled index buffers (class targets, embedding ids) of ops that keep them.
     index_pool: BufferPool<usize>,
@@ -223,9 +228,8 @@ impl<T: Float> Tape<T> {
         }
         self.nodes.truncate(keep);
         self.locations.truncate(keep);
-        for grad in self.grads.drain(keep.min(self.grads.len())..).flatten() {
-            self.pool.give(grad.data);
-        }
+        // The gradient slots past `keep` stay, with their buffers: the graph
+        // rebuilt after the mark will need the same ones.
         self.clear_grads();
         // A u64: no program resets 2^64 times (see `Var`), so a handle to a
         // dropped node can never match a later one.
@@ -416,21 +420,30 @@ impl<T: Float> Tape<T> {
         &self.claims
     }
 
-    /// A gradient slot for every node.
-    pub(crate) fn grow_grads(&mut self) {
-        self.grads.resize_with(self.nodes.len(), || None);
+    /// A gradient slot for every node, and none past the last one: the
+    /// stale buffers of slots a smaller graph no longer reaches go back to
+    /// the pool, for values and scratch space.
+    pub(crate) fn fit_grads(&mut self) {
+        let nodes = self.nodes.len();
+        if self.grads.len() > nodes {
+            for slot in &mut self.grads[nodes..] {
+                slot.release(&mut self.pool);
+            }
+            self.grads.truncate(nodes);
+        }
+        self.grads.resize_with(nodes, GradSlot::empty);
     }
 
-    /// The gradient of a node, `None` when backward did not reach it.
-    pub(crate) fn grad_of(&self, id: NodeId) -> Option<&Tensor<T>> {
-        self.grads.get(id).and_then(Option::as_ref)
+    /// The gradient of a node (laid out in its value's shape), `None` when
+    /// backward did not reach it.
+    pub(crate) fn grad_of(&self, id: NodeId) -> Option<&[T]> {
+        self.grads.get(id).and_then(GradSlot::get)
     }
 
     /// A node's value to update in place, and its gradient: what an
     /// optimizer step needs of one parameter.
     pub(crate) fn value_and_grad_mut(&mut self, id: NodeId) -> (&mut [T], Option<&[T]>) {
-        let grad = self.grads.get(id).and_then(Option::as_ref);
-        (&mut self.nodes[id].value.data, grad.map(|g| g.data.as_slice()))
+        (&mut self.nodes[id].value.data, self.grads.get(id).and_then(GradSlot::get))
     }
 
     /// A node's gradient to overwrite in place, made (zero-filled, from the
@@ -438,13 +451,13 @@ impl<T: Float> Tape<T> {
     /// gradient averaged across ranks.
     #[cfg(feature = "mpi")]
     pub(crate) fn grad_mut_or_zeros(&mut self, id: NodeId) -> &mut [T] {
-        self.grow_grads();
-        if self.grads[id].is_none() {
-            let shape = self.nodes[id].value.shape.clone();
-            let data = self.pool.take_zeroed(shape.size());
-            self.grads[id] = Some(Tensor::new(shape, data));
+        self.fit_grads();
+        let len = self.nodes[id].value.len();
+        let slot = &mut self.grads[id];
+        if slot.get().is_none() {
+            slot.start(len, &mut self.pool).fill(T::zero());
         }
-        &mut self.grads[id].as_mut().expect("invariant: set just above").data
+        slot.get_mut().expect("invariant: started just above")
     }
 
     /// A scratch buffer of `len` elements with unspecified contents; hand
@@ -521,11 +534,9 @@ impl<T: Float> Tape<T> {
         copy
     }
 
-    /// Returns every gradient buffer to the pool.
+    /// Sets every gradient to zeros; the slots keep their buffers.
     pub(crate) fn clear_grads(&mut self) {
-        for grad in self.grads.iter_mut().filter_map(Option::take) {
-            self.pool.give(grad.data);
-        }
+        self.grads.iter_mut().for_each(GradSlot::clear);
     }
 
     fn mark_is_live(&self, mark: Mark) -> bool {

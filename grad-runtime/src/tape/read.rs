@@ -173,12 +173,10 @@ impl<T: Float> Tape<T> {
     /// The node's gradient, or zeros of its shape from the zeros buffer,
     /// which the caller has sized to it.
     fn grad_or_zeros(&self, id: NodeId) -> ArrayViewD<'_, T> {
-        if let Some(grad) = self.grad_of(id) {
-            return grad.view();
-        }
         let value = &self.nodes[id].value;
-        ArrayViewD::from_shape(value.shape.clone(), &self.zeros[..value.len()])
-            .expect("invariant: the zeros buffer was sized to the node, whose shape was checked when it was made")
+        let data = self.grad_of(id).unwrap_or_else(|| &self.zeros[..value.len()]);
+        ArrayViewD::from_shape(value.shape.clone(), data)
+            .expect("invariant: a gradient (or the zeros buffer, sized by the caller) has its node's elements, and the node's shape was checked when it was made")
     }
 }
 

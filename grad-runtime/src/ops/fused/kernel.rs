@@ -14,7 +14,7 @@ use crate::Float;
 use crate::broadcast::{broadcast_shapes, reduce_into};
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
-use crate::tensor::Tensor;
+use crate::tensor::{Tensor, TensorRef};
 
 /// A fused region of `grad!`: `N` inputs, `P` run-time scalar parameters
 /// (numbers written in the region are constants of its code), the
@@ -55,7 +55,7 @@ pub trait Kernel<T: Float, const N: usize, const P: usize>: Sync + 'static {
 /// is the node's value).
 pub(crate) fn backward<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize>(
     sink: &mut GradSink<'_, T>,
-    g: &Tensor<T>,
+    g: &TensorRef<'_, T>,
     out: &Tensor<T>,
     node: &Fused<T>,
 ) {
@@ -73,11 +73,12 @@ pub(crate) fn backward<T: Float, K: Kernel<T, N, P>, const N: usize, const P: us
     let (y, seed) = match K::FOLD {
         Some(StepOp::Mean) => (None, Source::Splat(g.data[0] / T::from_usize(n))),
         Some(_) => (None, Source::Splat(g.data[0])),
-        None => (Some(out.data.as_slice()), Source::Slice(g.data.as_slice())),
+        None => (Some(out.data.as_slice()), Source::Slice(g.data)),
     };
     let ids = node.leaves();
     let wanted: [bool; N] = std::array::from_fn(|k| ids[k] != SCALAR_LEAF && sink.wants(ids[k]));
-    let mut partials: [Vec<T>; N] = std::array::from_fn(|k| if wanted[k] { sink.scratch(n) } else { Vec::new() });
+    let mut partials: [Vec<T>; N] =
+        std::array::from_fn(|k| if wanted[k] { sink.scratch_for(ids[k], n) } else { Vec::new() });
     let outs = partials.each_mut().map(|buffer| buffer.as_mut_slice());
     loops::backward::<T, K, N, P>(&inputs, params, shape, y, seed, outs);
     for (k, partial) in partials.into_iter().enumerate() {
@@ -134,9 +135,6 @@ fn contribute<T: Float>(sink: &mut GradSink<'_, T>, id: NodeId, partial: Vec<T>,
         sink.add(id, partial);
         return;
     }
-    let mut contribution = sink.scratch(sink.value(id).len());
-    contribution.fill(T::zero());
-    reduce_into(&partial, on, shape, &mut contribution);
+    sink.contribute_zeroed(id, |c| reduce_into(&partial, on, shape, c));
     sink.recycle(partial);
-    sink.add(id, contribution);
 }

@@ -41,7 +41,7 @@ use crate::ops::Op;
 use crate::ops::reduce::sum_slice;
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
-use crate::tensor::Tensor;
+use crate::tensor::{Tensor, TensorRef};
 use crate::{Float, Tape, Var};
 
 /// The entry of a node's inputs for a leaf that is a Rust scalar (its
@@ -49,7 +49,7 @@ use crate::{Float, Tape, Var};
 const SCALAR_LEAF: NodeId = NodeId::MAX;
 
 /// A fused node's backward rule: its kernel's [`kernel::backward`].
-type Backward<T> = fn(&mut GradSink<'_, T>, &Tensor<T>, &Tensor<T>, &Fused<T>);
+type Backward<T> = fn(&mut GradSink<'_, T>, &TensorRef<'_, T>, &Tensor<T>, &Fused<T>);
 
 /// A fused node: its kernel's name and backward rule, one entry per leaf
 /// (a node, or [`SCALAR_LEAF`]), and its scalars: the region's
@@ -224,7 +224,12 @@ fn inputs_on<'a, T: Float, const N: usize>(
 }
 
 /// The backward rule of a fused node: its kernel's, through one indirect call.
-pub(crate) fn fused_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tensor<T>, out: &Tensor<T>, node: &Fused<T>) {
+pub(crate) fn fused_backward<T: Float>(
+    sink: &mut GradSink<'_, T>,
+    g: &TensorRef<'_, T>,
+    out: &Tensor<T>,
+    node: &Fused<T>,
+) {
     (node.backward)(sink, g, out, node);
 }
 
