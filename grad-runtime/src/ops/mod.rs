@@ -214,6 +214,7 @@ impl<T: Float> Op<T> {
     /// Whether `f` holds for any input: `inputs().any(f)` without the
     /// chained iterator, which cost more than the rest of the test on
     /// every node `Tape::push` records.
+    #[inline(always)]
     pub(crate) fn any_input(&self, mut f: impl FnMut(NodeId) -> bool) -> bool {
         match self {
             Op::Fused(node) => node.inputs().any(f),
@@ -223,6 +224,7 @@ impl<T: Float> Op<T> {
 
     /// The inputs of an op with at most three (`None` past them); a fused
     /// node's are its own.
+    #[inline(always)]
     fn fixed_inputs(&self) -> [Option<NodeId>; 3] {
         match *self {
             Op::Param | Op::Constant | Op::Fused(_) => [None, None, None],
