@@ -636,9 +636,15 @@ pub(crate) fn unary_backward<T: Float>(
     x: NodeId,
     function: Unary<T>,
 ) {
+    with_function!(function, f => backward(sink, g, out, x, f));
+}
+
+/// The backward rule of one function. The `match` on the function comes
+/// before it, not inside the closure: with the `match` the closure was too
+/// large to inline, and the call read its captures back from the stack
+/// right after they were stored, a stall on every node (see
+/// `tape/append.rs`; 9% of W2 as `g_*` calls).
+fn backward<T: Float>(sink: &mut GradSink<'_, T>, g: &TensorRef<'_, T>, out: &Tensor<T>, x: NodeId, f: impl Elementwise<T>) {
     let input = &sink.value(x).data;
-    sink.contribute_elementwise(
-        x,
-        |c, accumulate| with_function!(function, f => gradient(f, g.data, input, &out.data, c, accumulate)),
-    );
+    sink.contribute_elementwise(x, |c, accumulate| gradient(f, g.data, input, &out.data, c, accumulate));
 }
