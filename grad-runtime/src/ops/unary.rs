@@ -644,7 +644,13 @@ pub(crate) fn unary_backward<T: Float>(
 /// large to inline, and the call read its captures back from the stack
 /// right after they were stored, a stall on every node (see
 /// `tape/append.rs`; 9% of W2 as `g_*` calls).
-fn backward<T: Float>(sink: &mut GradSink<'_, T>, g: &TensorRef<'_, T>, out: &Tensor<T>, x: NodeId, f: impl Elementwise<T>) {
+fn backward<T: Float>(
+    sink: &mut GradSink<'_, T>,
+    g: &TensorRef<'_, T>,
+    out: &Tensor<T>,
+    x: NodeId,
+    f: impl Elementwise<T>,
+) {
     let input = &sink.value(x).data;
     sink.contribute_elementwise(x, |c, accumulate| gradient(f, g.data, input, &out.data, c, accumulate));
 }
