@@ -85,9 +85,10 @@ pub struct Tape<T: Float = f32> {
     /// A gradient slot per node, apart from `nodes` so that backward can
     /// read values while it writes gradients. A slot that is not live, or
     /// no slot yet, means zeros: slots are made by `backward`
-    /// (`fit_grads`), not by every op (writing a 64-byte `None` per node
-    /// cost W2 about 5%). Slots past the last node keep their buffers for
-    /// the nodes a rebuilt graph puts there (see `grad_slot.rs`).
+    /// (`fit_grads`), not by every op (writing an empty slot per node, a
+    /// 64-byte `None` then, cost W2 about 5%). Slots past the last node
+    /// keep their buffers for the nodes a rebuilt graph puts there (see
+    /// `grad_slot.rs`).
     grads: Vec<GradSlot<T>>,
     pool: BufferPool<T>,
     /// Recycled index buffers (class targets, embedding ids) of ops that keep them.
