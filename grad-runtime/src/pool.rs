@@ -76,13 +76,6 @@ impl<T: Copy + Default> BufferPool<T> {
         Some(buffer)
     }
 
-    /// A buffer of `len` zeros (`T::default()`).
-    pub(crate) fn take_zeroed(&mut self, len: usize) -> Vec<T> {
-        let mut buffer = self.take(len);
-        buffer.fill(T::default());
-        buffer
-    }
-
     /// Returns a buffer for reuse.
     pub(crate) fn give(&mut self, buffer: Vec<T>) {
         let capacity = buffer.capacity();
@@ -170,12 +163,5 @@ mod tests {
         // 2^62 bytes: more address space than any 64-bit machine maps.
         assert!(pool.try_take(1 << 60).is_none());
         assert_eq!(pool.try_take(100).map(|b| b.len()), Some(100));
-    }
-
-    #[test]
-    fn zeroed_buffers_are_zero_even_when_recycled() {
-        let mut pool = BufferPool::<f32>::new();
-        pool.give(vec![7.0; 32]);
-        assert!(pool.take_zeroed(32).iter().all(|&x| x == 0.0));
     }
 }

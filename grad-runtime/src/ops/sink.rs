@@ -114,20 +114,10 @@ impl<'a, T: Float> GradSink<'a, T> {
     /// buffer of zeros: for rules that scatter (several output elements
     /// add into one input element).
     pub(crate) fn contribute_zeroed(&mut self, x: NodeId, fill: impl FnOnce(&mut [T])) {
-        if !self.wants(x) {
-            return;
-        }
-        let len = self.value(x).len();
-        let slot = &mut self.grads[x];
-        if slot.get().is_none() {
-            let gradient = slot.start(len, self.pool);
-            gradient.fill(T::zero());
-            fill(gradient);
-            return;
-        }
-        let mut contribution = self.pool.take_zeroed(len);
-        fill(&mut contribution);
-        self.add(x, contribution);
+        self.contribute(x, |c| {
+            c.fill(T::zero());
+            fill(c);
+        });
     }
 
     /// Adds a contribution formed on a broadcast output of shape `on`
