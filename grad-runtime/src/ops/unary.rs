@@ -151,18 +151,23 @@ impl<T: Float> Elementwise<T> for LeakyRelu<T> {
 }
 
 /// GELU's tanh approximation (PyTorch's `gelu(x, approximate="tanh")`):
-/// `0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))`.
+/// `0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))`. Its functions (and
+/// `Silu`'s and `Softplus`'s) are always inlined: left to the compiler,
+/// `df` stayed a call per element and the backward loop was not
+/// vectorised.
 pub(crate) struct Gelu;
 impl Gelu {
     const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
     const CUBIC: f64 = 0.044_715;
 }
 impl<T: Float> Elementwise<T> for Gelu {
+    #[inline(always)]
     fn f(&self, x: T) -> T {
         let (k, c) = (T::from_f64(Self::SQRT_2_OVER_PI), T::from_f64(Self::CUBIC));
         let half = T::from_f64(0.5);
         half * x * (T::one() + (k * (x + c * x * x * x)).tape_tanh())
     }
+    #[inline(always)]
     fn df(&self, x: T, _: T) -> T {
         let (k, c) = (T::from_f64(Self::SQRT_2_OVER_PI), T::from_f64(Self::CUBIC));
         let half = T::from_f64(0.5);
@@ -175,9 +180,11 @@ impl<T: Float> Elementwise<T> for Gelu {
 /// `x · sigmoid(x)` (also called swish).
 pub(crate) struct Silu;
 impl<T: Float> Elementwise<T> for Silu {
+    #[inline(always)]
     fn f(&self, x: T) -> T {
         x * Sigmoid.f(x)
     }
+    #[inline(always)]
     fn df(&self, x: T, _: T) -> T {
         let s = Sigmoid.f(x);
         s * (T::one() + x * (T::one() - s))
@@ -188,9 +195,11 @@ impl<T: Float> Elementwise<T> for Silu {
 /// |x| without PyTorch's switch to `x` above a threshold of 20.
 pub(crate) struct Softplus;
 impl<T: Float> Elementwise<T> for Softplus {
+    #[inline(always)]
     fn f(&self, x: T) -> T {
         x.max(T::zero()) + (-x.abs()).tape_exp().ln_1p()
     }
+    #[inline(always)]
     fn df(&self, x: T, _: T) -> T {
         Sigmoid.f(x)
     }
