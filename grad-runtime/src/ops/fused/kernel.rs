@@ -34,6 +34,9 @@ pub trait Kernel<T: Float, const N: usize, const P: usize>: Sync + 'static {
     const WELL_FORMED: bool = plan::well_formed(Self::STEPS, N, P) && Self::SITES.len() == Self::STEPS.len();
     /// The folded `sum` or `mean` that ends the region, if any.
     const FOLD: Option<StepOp> = plan::fold(Self::STEPS);
+    /// Whether the region ends in a fold: its backward recomputes its
+    /// value rather than reading it.
+    const FOLDED: bool = Self::FOLD.is_some();
 
     /// Constant `k` (`Src::Const(k)` in the plan): a number the kernel's
     /// code holds; NaN for a `k` it does not have.

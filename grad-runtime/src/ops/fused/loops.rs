@@ -224,13 +224,13 @@ fn forward_segment[T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize]
         // tiles in one loop, then the rest in blocks.
         let body = len - len % TILE;
         for (i, o) in out[..body].iter_mut().enumerate() {
-            *o = K::forward(std::array::from_fn(|k| x[k][i]), p);
+            *o = K::forward(gather(|k| x[k][i]), p);
         }
         for start in blocks(body, len) {
             let block = x.map(|x| lanes(x, start));
             let out = lanes_mut(out, start);
             for (j, o) in out.iter_mut().enumerate() {
-                *o = K::forward(std::array::from_fn(|k| block[k][j]), p);
+                *o = K::forward(gather(|k| block[k][j]), p);
             }
         }
         return;
@@ -242,7 +242,7 @@ fn forward_segment[T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize]
         let m = out.len().min(TILE);
         let out = &mut out[..m];
         for (j, o) in out.iter_mut().enumerate() {
-            *o = K::forward(std::array::from_fn(|k| tile[k][j]), p);
+            *o = K::forward(gather(|k| tile[k][j]), p);
         }
     }
 }
@@ -250,8 +250,9 @@ fn forward_segment[T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize]
 
 /// Writes each input's gradient, `g` times its partial derivative, on the
 /// output's `shape` into `outs[k]` (an empty `outs[k]` is skipped). `y` is
-/// the output (`None`: recomputed, for a folded region) and `g` its
-/// gradient, one value per element or one for all.
+/// the output, `g` its gradient, one value per element or one for all. A
+/// region without a fold must be given `y`; a folded one recomputes its
+/// value (`y` is not read), so each kernel compiles one of the two loops.
 pub(crate) fn backward<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize>(
     inputs: &[Input<'_, T>; N],
     p: [T; P],
@@ -340,6 +341,7 @@ fn backward_segment[T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize
     if let Some(x) = slices(&x)
         && len >= LANES
         && outs.iter().all(|o| o.len() == len)
+        && in_place_case::<T, K, N, P>(y, &g)
     {
         // Whole tiles in place, then the rest in blocks (as `forward_segment`).
         let body = len - len % TILE;
@@ -410,20 +412,24 @@ fn gradients_of<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize, co
     m: usize,
     mut gradients: [&mut [T; M]; N],
 ) {
+    // One loop for each kernel: a region without a fold reads its value
+    // `y`, a folded one recomputes it (see `backward`).
     match y {
-        Some(y) => {
+        Some(y) if !K::FOLDED => {
             for j in 0..m {
-                let d = K::backward(std::array::from_fn(|k| x[k][j]), y[j], g[j], p);
+                let d = K::backward(gather(|k| x[k][j]), y[j], g[j], p);
                 gradients.iter_mut().zip(d).for_each(|(out, d)| out[j] = d);
             }
         }
-        None => {
+        _ if K::FOLDED => {
             for j in 0..m {
-                let xj = std::array::from_fn(|k| x[k][j]);
+                let xj = gather(|k| x[k][j]);
                 let d = K::backward(xj, K::forward(xj, p), g[j], p);
                 gradients.iter_mut().zip(d).for_each(|(out, d)| out[j] = d);
             }
         }
+        // A region without a fold is always given its value (`backward`).
+        _ => {}
     }
 }
 
@@ -452,27 +458,47 @@ fn backward_in_place<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usiz
             }
         };
     }
+    // The two cases `backward` passes (see `in_place_case`).
     match (y, g) {
-        (Some(y), Source::Slice(g)) => {
+        (Some(y), Source::Slice(g)) if !K::FOLDED => {
             let (y, g) = (&y[..len], &g[..len]);
-            each!(i => K::backward(std::array::from_fn(|k| x[k][i]), y[i], g[i], p));
+            each!(i => K::backward(gather(|k| x[k][i]), y[i], g[i], p));
         }
-        (None, Source::Splat(g)) => each!(i => {
-            let input = std::array::from_fn(|k| x[k][i]);
+        (_, Source::Splat(g)) if K::FOLDED => each!(i => {
+            let input = gather(|k| x[k][i]);
             K::backward(input, K::forward(input, p), g, p)
         }),
-        (Some(y), Source::Splat(g)) => {
-            let y = &y[..len];
-            each!(i => K::backward(std::array::from_fn(|k| x[k][i]), y[i], g, p));
-        }
-        (None, Source::Slice(g)) => {
-            let g = &g[..len];
-            each!(i => {
-                let input = std::array::from_fn(|k| x[k][i]);
-                K::backward(input, K::forward(input, p), g[i], p)
-            });
-        }
+        _ => {}
     }
+}
+
+/// Whether `backward_in_place` has a loop for `y` and `g`: the cases
+/// `backward` passes, a region's value and a gradient per element, or
+/// (folded) no value and one gradient for all. One loop is compiled for
+/// each kernel.
+#[inline(always)]
+fn in_place_case<T, K: Kernel<T, N, P>, const N: usize, const P: usize>(y: Option<&[T]>, g: &Source<'_, T>) -> bool
+where
+    T: Float,
+{
+    match (y, g) {
+        (Some(_), Source::Slice(_)) => !K::FOLDED,
+        (_, Source::Splat(_)) => K::FOLDED,
+        _ => false,
+    }
+}
+
+/// The inputs at one element, `[f(0), .., f(N - 1)]`. A loop, not
+/// `std::array::from_fn`, whose closure machinery is instantiated for
+/// every kernel at every call: a fifth of the code a program's regions
+/// compiled to (`cargo llvm-lines`).
+#[inline(always)]
+fn gather<T: Float, const N: usize>(f: impl Fn(usize) -> T) -> [T; N] {
+    let mut out = [T::zero(); N];
+    for (k, o) in out.iter_mut().enumerate() {
+        *o = f(k);
+    }
+    out
 }
 
 /// Fills each splatted input's tile once.
