@@ -15,7 +15,7 @@
 # For each profile (debug, release) it builds the dependencies, then times
 # for each crate a clean build of the crate alone (`cargo clean -p`) and a
 # rebuild after an edit of main.rs (a constant appended), and reports the
-# binary's size and the ratios. Runs both binaries once, so the two crates
+# binary's size and the ratios. Runs both release binaries once, so the two crates
 # are checked to compute the same loss.
 #
 # usage: benches/compile_time.sh [N] [--profile debug|release|both] [--keep DIR]

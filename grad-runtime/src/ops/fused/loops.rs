@@ -338,16 +338,14 @@ fn backward_segment[T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize
     len: usize,
 ) {
     let mut outs = outs;
+    let body = len - len % TILE;
     if let Some(x) = slices(&x)
         && len >= LANES
         && outs.iter().all(|o| o.len() == len)
-        && in_place_case::<T, K, N, P>(y, &g)
+        && backward_in_place::<T, K, N, P>(x, y, g, p, outs.each_mut().map(|o| &mut **o), body)
     {
-        // Whole tiles in place, then the rest in blocks (as `forward_segment`).
-        let body = len - len % TILE;
-        if body > 0 {
-            backward_in_place::<T, K, N, P>(x, y, g, p, outs.each_mut().map(|o| &mut **o), body);
-        }
+        // Whole tiles in place (above), then the rest in blocks (as
+        // `forward_segment`).
         let splat_g = match g {
             Source::Splat(g) => [g; LANES],
             Source::Slice(_) => [T::zero(); LANES],
@@ -436,6 +434,10 @@ fn gradients_of<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize, co
 /// `backward_segment` when every input is read in place and every
 /// gradient is wanted: no tiles. Each case is its own plain loop (no
 /// closure per element), so the kernel inlines into it and vectorises.
+/// Only the cases `backward` passes have a loop, one per kernel: a
+/// region's value and a gradient per element, or (folded) no value and
+/// one gradient for all; for any other, nothing is written and `false`
+/// returned, and the caller takes the tiled path.
 #[inline(always)]
 fn backward_in_place<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize>(
     x: [&[T]; N],
@@ -444,7 +446,10 @@ fn backward_in_place<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usiz
     p: [T; P],
     outs: [&mut [T]; N],
     len: usize,
-) {
+) -> bool {
+    if len == 0 {
+        return true;
+    }
     let x = x.map(|x| &x[..len]);
     let outs = outs.map(|o| &mut o[..len]);
     /// `outs[k][i] = $gradients[k]` for every position `$i < len`.
@@ -458,7 +463,6 @@ fn backward_in_place<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usiz
             }
         };
     }
-    // The two cases `backward` passes (see `in_place_case`).
     match (y, g) {
         (Some(y), Source::Slice(g)) if !K::FOLDED => {
             let (y, g) = (&y[..len], &g[..len]);
@@ -468,30 +472,15 @@ fn backward_in_place<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usiz
             let input = gather(|k| x[k][i]);
             K::backward(input, K::forward(input, p), g, p)
         }),
-        _ => {}
+        _ => return false,
     }
-}
-
-/// Whether `backward_in_place` has a loop for `y` and `g`: the cases
-/// `backward` passes, a region's value and a gradient per element, or
-/// (folded) no value and one gradient for all. One loop is compiled for
-/// each kernel.
-#[inline(always)]
-fn in_place_case<T, K: Kernel<T, N, P>, const N: usize, const P: usize>(y: Option<&[T]>, g: &Source<'_, T>) -> bool
-where
-    T: Float,
-{
-    match (y, g) {
-        (Some(_), Source::Slice(_)) => !K::FOLDED,
-        (_, Source::Splat(_)) => K::FOLDED,
-        _ => false,
-    }
+    true
 }
 
 /// The inputs at one element, `[f(0), .., f(N - 1)]`. A loop, not
 /// `std::array::from_fn`, whose closure machinery is instantiated for
-/// every kernel at every call: a fifth of the code a program's regions
-/// compiled to (`cargo llvm-lines`).
+/// every kernel at every call (in a variant of these loops, `cargo
+/// llvm-lines` put a fifth of what 200 `grad!` blocks compiled to there).
 #[inline(always)]
 fn gather<T: Float, const N: usize>(f: impl Fn(usize) -> T) -> [T; N] {
     let mut out = [T::zero(); N];
