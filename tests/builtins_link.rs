@@ -6,8 +6,10 @@
 use grad_runtime::dsl::OP_FUNCTIONS;
 
 /// Runtime ops deliberately left out of the DSL, and why.
-const WITHOUT_BUILTIN: &[(&str, &str)] =
-    &[("argmax", "not differentiable: it reads a finished value (`argmax(&tape, logits, -1)`) after the block")];
+const WITHOUT_BUILTIN: &[(&str, &str)] = &[
+    ("argmax", "not differentiable: it reads a finished value (`argmax(&tape, logits, -1)`) after the block"),
+    ("g_custom", "a user's op: called from a block through the user's own function that wraps it"),
+];
 
 #[test]
 fn every_builtin_expands_to_an_exported_runtime_function() {

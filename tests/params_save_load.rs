@@ -154,3 +154,94 @@ fn tied_parameters_save_under_each_name() {
 fn generic_save<T: Float>(model: &Net, tape: &Tape<T>) -> Result<(), grad_runtime::GradError> {
     model.save(tape, "unused.safetensors")
 }
+
+/// A model with buffers beside its parameters, nested.
+#[derive(Params)]
+struct Normed {
+    w: Var,
+    #[params(buffer)]
+    running: Var,
+    inner: Counter,
+}
+
+#[derive(Params)]
+struct Counter {
+    #[params(rename = "count", buffer)]
+    seen: Var,
+}
+
+fn normed(tape: &mut Tape<f64>, seed: f64) -> Normed {
+    Normed {
+        w: tape.param(ndarray::arr1(&[seed, seed + 1.0])),
+        running: tape.buffer(ndarray::arr1(&[seed * 0.5, seed * 0.25, seed * 0.125])),
+        inner: Counter { seen: tape.buffer(ndarray::arr0(seed)) },
+    }
+}
+
+#[test]
+fn buffers_are_listed_apart_from_parameters_and_saved_and_loaded_with_them() {
+    let dir = scratch("buffers_round_trip");
+    let path = dir.join("normed.safetensors");
+    let mut tape = Tape::<f64>::new();
+    let model = normed(&mut tape, 3.0);
+    let names = |named: Vec<(String, Var)>| named.into_iter().map(|(name, _)| name).collect::<Vec<_>>();
+    assert_eq!(names(model.named_params()), ["w"]);
+    assert_eq!(names(model.named_buffers()), ["running", "inner.count"]);
+    assert_eq!(tape.params(), [model.w], "a buffer is no parameter");
+    model.save(&tape, &path).unwrap();
+
+    let mut fresh_tape = Tape::<f64>::new();
+    let fresh = normed(&mut fresh_tape, -1.0);
+    fresh.load(&mut fresh_tape, &path).unwrap();
+    for (a, b) in [(model.w, fresh.w), (model.running, fresh.running), (model.inner.seen, fresh.inner.seen)] {
+        assert_eq!(tape.value(a), fresh_tape.value(b));
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_buffer_gets_no_gradient_and_no_optimizer_takes_it() {
+    let mut tape = Tape::<f64>::new();
+    let model = normed(&mut tape, 2.0);
+    let mut adam = grad_runtime::Adam::new(1e-2);
+    adam.add_params(&tape, &model, |_| 0.0).unwrap();
+    let err = adam.add(&tape, model.running, 0.0).unwrap_err();
+    assert_eq!(err.kind(), &grad_runtime::ErrorKind::NotAParameter);
+
+    let scaled = grad_runtime::g_mul(&mut tape, model.w, model.w);
+    let plus = grad_runtime::g_sum(&mut tape, scaled);
+    let total = grad_runtime::g_sum(&mut tape, model.running);
+    let loss = grad_runtime::g_add(&mut tape, plus, total);
+    tape.backward(loss).unwrap();
+    assert_eq!(tape.grad(model.running), ndarray::arr1(&[0.0, 0.0, 0.0]).into_dyn());
+    let before = tape.value(model.running).to_owned();
+    adam.step(&mut tape).unwrap();
+    assert_eq!(tape.value(model.running), before, "the step leaves buffers alone");
+    assert_ne!(tape.value(model.w), ndarray::arr1(&[2.0, 3.0]).into_dyn());
+}
+
+#[test]
+fn set_value_checks_the_shape_and_changes_nothing_on_error() {
+    let mut tape = Tape::<f64>::new();
+    let model = normed(&mut tape, 1.0);
+    let before = tape.value(model.running).to_owned();
+    let err = tape.set_value(model.running, ndarray::arr1(&[1.0, 2.0])).unwrap_err();
+    assert_eq!(
+        (err.op(), err.kind(), err.shapes()),
+        ("Tape::set_value", &grad_runtime::ErrorKind::ShapeMismatch, &[vec![3], vec![2]][..])
+    );
+    assert_eq!(tape.value(model.running), before);
+    assert!(tape.is_ok(), "a refused write does not poison the tape");
+
+    let mark = tape.mark();
+    let temp = tape.buffer(ndarray::arr1(&[0.0]));
+    tape.reset_to(mark);
+    assert_eq!(tape.set_value(temp, ndarray::arr1(&[1.0])).unwrap_err().kind(), &grad_runtime::ErrorKind::StaleVar);
+
+    // An EMA update through set_value: shadow = 0.9 shadow + 0.1 w.
+    let shadow = tape.buffer(tape.value(model.w).to_owned());
+    tape.set_value(model.w, ndarray::arr1(&[11.0, 12.0])).unwrap();
+    let ema = &tape.value(shadow) * 0.9 + &tape.value(model.w) * 0.1;
+    tape.set_value(shadow, ema).unwrap();
+    assert_eq!(tape.value(shadow), ndarray::arr1(&[0.9 + 1.1, 1.8 + 1.2]).into_dyn());
+}

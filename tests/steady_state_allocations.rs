@@ -4,6 +4,8 @@
 
 #[path = "common/counting_alloc.rs"]
 mod counting_alloc;
+#[path = "common/custom_ops.rs"]
+mod custom_ops;
 
 use counting_alloc::allocations_in;
 use grad_runtime::*;
@@ -46,6 +48,36 @@ fn fused_chain(tape: &mut Tape<f32>, x: Var) -> Var {
         h = grad!(tape; tanh(h * 0.9 + 0.1));
     }
     grad!(tape; sum(h))
+}
+
+/// Custom ops with one and three inputs, inside and outside `grad!`.
+fn custom_chain(tape: &mut Tape<f32>, x: Var, w: Var) -> Var {
+    let mut h = x;
+    for _ in 0..100 {
+        let rounded = custom_ops::straight_through(tape, h);
+        h = custom_ops::mul_add(tape, rounded, w, h);
+        h = grad!(tape; custom_ops::stable_softplus(h * 0.5) - 1.0);
+    }
+    g_sum(tape, h)
+}
+
+#[test]
+fn a_chain_of_custom_ops_allocates_nothing_after_the_first_step() {
+    let mut tape = Tape::<f32>::new();
+    let x = tape.param(Array1::from_shape_fn(16, |i| i as f32 / 4.0));
+    let w = tape.param(Array1::from_elem(16, 0.5f32));
+    let mark = tape.mark();
+    let mut counts = Vec::new();
+    for _ in 0..4 {
+        let (n, ()) = allocations_in(|| {
+            let loss = custom_chain(&mut tape, x, w);
+            tape.backward(loss).unwrap();
+            tape.reset_to(mark);
+        });
+        counts.push(n);
+    }
+    assert!(counts[0] > 300, "the first step fills the pool: {counts:?}");
+    assert_eq!(&counts[1..], [0, 0, 0], "steady state: {counts:?}");
 }
 
 #[test]

@@ -225,6 +225,8 @@ pub(crate) const BUILTINS: &[Builtin] = &[
     row("masked_fill", "g_masked_fill", &[X, param("mask", Kind::Rust), param("value", Kind::Scalar)], Rule::Same),
     // ops/cumsum.rs
     row("cumsum", "g_cumsum", &[X, AXIS], Rule::Softmax),
+    // ops/detach.rs
+    row("detach", "g_detach", &[X], Rule::Same),
 ];
 
 /// `max_pool2d` and `avg_pool2d`: `(x, kernel, stride, padding = [0, 0])`.

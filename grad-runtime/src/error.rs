@@ -148,6 +148,12 @@ pub enum ErrorKind {
     /// Two parameters with the same name (`layers.0.w`): files and
     /// optimizer states are keyed by name, so names must be unique.
     DuplicateName { name: String },
+    /// A custom op ([`CustomOp`](crate::CustomOp)) refused its inputs:
+    /// `message` is what its `output_shape` or `forward` said.
+    Custom { message: String },
+    /// [`Tape::set_value`](crate::Tape::set_value) was given an op's
+    /// result: only leaves (parameters, buffers, constants) can be written.
+    NotALeaf,
     /// A parameter received a gradient but is registered with no optimizer
     /// (nor frozen with [`Tape::freeze`](crate::Tape::freeze)): `name` is
     /// its tape position, `#index`.
@@ -361,6 +367,12 @@ impl fmt::Display for ErrorKind {
             ErrorKind::StateMismatch { file, what, expected, found } => {
                 write!(f, "{file} does not fit this optimizer: its {what} is {found}, expected {expected}")
             }
+            ErrorKind::Custom { message } => write!(f, "{message}"),
+            ErrorKind::NotALeaf => write!(
+                f,
+                "the Var is an op's result; only parameters, buffers and constants can be written \
+                 (their values are inputs of the graph, an op's is computed from them)"
+            ),
             ErrorKind::DuplicateName { name } => write!(f, "two parameters are named `{name}`"),
             ErrorKind::UnregisteredParameter { name } => write!(
                 f,

@@ -42,6 +42,7 @@ extern crate self as grad_runtime;
 
 mod batches;
 mod broadcast;
+pub mod check;
 mod claims;
 #[cfg(feature = "mpi")]
 pub mod dist;

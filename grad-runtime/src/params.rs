@@ -46,7 +46,10 @@ use crate::{Float, GradError, Tape, Var};
 /// ```
 ///
 /// Field options: `#[params(skip)]` leaves a field out (any type),
-/// `#[params(rename = "weight")]` names it differently in paths and files.
+/// `#[params(rename = "weight")]` names it differently in paths and files,
+/// `#[params(buffer)]` makes its `Var`s buffers ([`Tape::buffer`]): listed
+/// by [`named_buffers`](Params::named_buffers) instead of `named_params`,
+/// saved and loaded with the parameters, never given to an optimizer.
 /// A tuple struct's fields are named `0`, `1`, ... (as the layers of
 /// PyTorch's `Sequential`). A generic struct gets a `Params` bound on each
 /// type parameter. Enums and unions are refused at compile time, and so is
@@ -72,13 +75,18 @@ pub trait Params {
     /// Every parameter with its dotted path name (`layers.0.w`), in
     /// declaration order.
     fn named_params(&self) -> Vec<(String, Var)> {
-        let mut named = Vec::new();
-        self.visit_params(&mut ParamVisitor::new(&mut |name, var| named.push((name.to_string(), var))));
-        named
+        named(self, Wanted::Params)
     }
 
-    /// Writes every parameter's value to a safetensors file at `path`,
-    /// under its name, with the tape's element type; the file is replaced
+    /// Every buffer (a field marked `#[params(buffer)]`, made with
+    /// [`Tape::buffer`]) with its dotted path name, in declaration order:
+    /// tensors the model saves and loads but no optimizer trains.
+    fn named_buffers(&self) -> Vec<(String, Var)> {
+        named(self, Wanted::Buffers)
+    }
+
+    /// Writes every parameter's and buffer's value to a safetensors file at
+    /// `path`, under its name, with the tape's element type; the file is replaced
     /// atomically. See [`io`](crate::io) for the layout.
     ///
     /// Errors, with no file written: a bad handle (stale, from another
@@ -108,7 +116,7 @@ pub trait Params {
     where
         Self: Sized,
     {
-        crate::io::model::save(tape, &self.named_params(), path.as_ref(), &[], Location::caller())
+        crate::io::model::save(tape, &named(self, Wanted::Both), path.as_ref(), &[], Location::caller())
     }
 
     /// [`save`](Params::save), with string key-values in the file's header
@@ -123,11 +131,12 @@ pub trait Params {
     where
         Self: Sized,
     {
-        crate::io::model::save(tape, &self.named_params(), path.as_ref(), metadata, Location::caller())
+        crate::io::model::save(tape, &named(self, Wanted::Both), path.as_ref(), metadata, Location::caller())
     }
 
-    /// Reads the parameters' values back from a file [`save`](Params::save)
-    /// (or any safetensors writer) made, into the existing parameters.
+    /// Reads the parameters' and buffers' values back from a file
+    /// [`save`](Params::save) (or any safetensors writer) made, into the
+    /// existing parameters and buffers.
     ///
     /// All or nothing: every tensor is checked first, and any problem
     /// leaves every parameter bit-identical and returns a [`GradError`]
@@ -146,7 +155,7 @@ pub trait Params {
     where
         Self: Sized,
     {
-        crate::io::model::load(tape, &self.named_params(), path.as_ref(), LoadOptions::new(), Location::caller())
+        crate::io::model::load(tape, &named(self, Wanted::Both), path.as_ref(), LoadOptions::new(), Location::caller())
     }
 
     /// [`load`](Params::load) with options (tensors the model lacks ignored).
@@ -160,8 +169,15 @@ pub trait Params {
     where
         Self: Sized,
     {
-        crate::io::model::load(tape, &self.named_params(), path.as_ref(), options, Location::caller())
+        crate::io::model::load(tape, &named(self, Wanted::Both), path.as_ref(), options, Location::caller())
     }
+}
+
+/// The tensors of `model` a walk wanting `wanted` reports, with their names.
+fn named<P: Params + ?Sized>(model: &P, wanted: Wanted) -> Vec<(String, Var)> {
+    let mut named = Vec::new();
+    model.visit_params(&mut ParamVisitor::wanting(wanted, &mut |name, var| named.push((name.to_string(), var))));
+    named
 }
 
 /// Walks a model's parts, keeping the dotted path of the current one. Made
@@ -170,12 +186,40 @@ pub trait Params {
 pub struct ParamVisitor<'a> {
     path: String,
     sink: &'a mut dyn FnMut(&str, Var),
+    /// What the walk reports: parameters, buffers, or both.
+    wanted: Wanted,
+    /// Whether the walk is inside a buffer field (`#[params(buffer)]`),
+    /// whose `Var`s are buffers.
+    in_buffer: bool,
+}
+
+/// Which of a model's tensors a walk reports.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wanted {
+    Params,
+    Buffers,
+    /// Parameters and buffers, in declaration order: what a file holds.
+    Both,
 }
 
 impl<'a> ParamVisitor<'a> {
-    /// A visitor at the root (empty path) that hands each parameter to `sink`.
+    /// A visitor at the root (empty path) that hands each parameter to
+    /// `sink` (and no buffer).
     pub fn new(sink: &'a mut dyn FnMut(&str, Var)) -> Self {
-        ParamVisitor { path: String::new(), sink }
+        ParamVisitor::wanting(Wanted::Params, sink)
+    }
+
+    pub(crate) fn wanting(wanted: Wanted, sink: &'a mut dyn FnMut(&str, Var)) -> Self {
+        ParamVisitor { path: String::new(), sink, wanted, in_buffer: false }
+    }
+
+    /// Visits `part` under the path segment `name` as buffers: every `Var`
+    /// in it is reported as a buffer (what `#[params(buffer)]` on a field
+    /// calls).
+    pub fn buffer<P: Params + ?Sized>(&mut self, name: &str, part: &P) {
+        let outer = std::mem::replace(&mut self.in_buffer, true);
+        self.field(name, part);
+        self.in_buffer = outer;
     }
 
     /// Visits `part` under the path segment `name` (`w`, `layers`, `0`).
@@ -192,9 +236,17 @@ impl<'a> ParamVisitor<'a> {
         self.path.truncate(len);
     }
 
-    /// Reports `var` as the parameter at the current path.
+    /// Reports `var` as the parameter at the current path (a buffer, inside
+    /// [`buffer`](ParamVisitor::buffer)).
     pub fn param(&mut self, var: Var) {
-        (self.sink)(&self.path, var);
+        let reported = match self.wanted {
+            Wanted::Params => !self.in_buffer,
+            Wanted::Buffers => self.in_buffer,
+            Wanted::Both => true,
+        };
+        if reported {
+            (self.sink)(&self.path, var);
+        }
     }
 
     /// Appends `.segment` (or `segment` at the root); returns the length to truncate back to.

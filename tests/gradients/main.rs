@@ -10,6 +10,8 @@ mod arithmetic;
 mod conv;
 mod cross_entropy;
 mod cumsum;
+mod custom;
+mod detach;
 mod dropout;
 mod embedding;
 mod fused;

@@ -22,8 +22,14 @@ pub(crate) fn expand(input: &Input) -> TokenStream {
     let visits = input.fields.iter().filter(|field| !field.skip).map(|field| {
         let (member, ty) = (&field.member, &field.ty);
         let path_name = Literal::string(&field.name);
-        quote_spanned! {field.ty_span=>
-            visitor.field::<#ty>(#path_name, &self.#member);
+        if field.buffer {
+            quote_spanned! {field.ty_span=>
+                visitor.buffer::<#ty>(#path_name, &self.#member);
+            }
+        } else {
+            quote_spanned! {field.ty_span=>
+                visitor.field::<#ty>(#path_name, &self.#member);
+            }
         }
     });
     quote! {
@@ -51,6 +57,7 @@ mod tests {
                 #[params(rename = "weight")] w: Var,
                 #[params(skip)] name: &'a str,
                 last: [Dense; N],
+                #[params(buffer)] count: Var,
             }
         })
         .unwrap_or_else(|e| panic!("{e:?}"));
@@ -63,6 +70,7 @@ mod tests {
         assert!(text.contains("visitor . field :: < Var > (\"weight\" , & self . w) ;"), "{text}");
         assert!(!text.contains("name"), "{text}");
         assert!(text.contains("visitor . field :: < [Dense ; N] > (\"last\" , & self . last) ;"), "{text}");
+        assert!(text.contains("visitor . buffer :: < Var > (\"count\" , & self . count) ;"), "{text}");
     }
 
     #[test]

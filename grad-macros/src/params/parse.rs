@@ -39,6 +39,8 @@ pub(crate) struct Field {
     /// The first token of the type, where a type error is reported.
     pub(crate) ty_span: Span,
     pub(crate) skip: bool,
+    /// `#[params(buffer)]`: its `Var`s are buffers, not parameters.
+    pub(crate) buffer: bool,
 }
 
 const USAGE: &str = "`#[derive(Params)]` lists the parameters of a struct whose fields are `Var`s, other \
@@ -55,7 +57,7 @@ pub(crate) fn parse(input: TokenStream) -> Result<Input> {
             errors.push(Error::new(
                 SpanRange { first: tokens[i].span(), last: attr.span() },
                 "`#[params(...)]` goes on a field, not on the struct: `#[params(skip)]` leaves a field out, \
-                 `#[params(rename = \"weight\")]` names it",
+                 `#[params(buffer)]` makes it a buffer, `#[params(rename = \"weight\")]` names it",
             ));
         }
         i += 2;
@@ -165,6 +167,7 @@ fn field(member: TokenTree, default_name: String, ty: Vec<TokenTree>, options: O
         ty: ty.into_iter().collect(),
         ty_span,
         skip: options.skip,
+        buffer: options.buffer,
     }
 }
 
@@ -172,6 +175,7 @@ fn field(member: TokenTree, default_name: String, ty: Vec<TokenTree>, options: O
 #[derive(Default)]
 struct Options {
     skip: bool,
+    buffer: bool,
     rename: Option<String>,
 }
 
@@ -190,7 +194,7 @@ fn field_attributes(tokens: &[TokenTree], mut i: usize, errors: &mut Errors) -> 
                 }
                 _ => errors.push(Error::new(
                     SpanRange { first: tokens[i].span(), last: attr.span() },
-                    "expected `#[params(skip)]` or `#[params(rename = \"name\")]`",
+                    "expected `#[params(skip)]`, `#[params(buffer)]` or `#[params(rename = \"name\")]`",
                 )),
             }
         }
@@ -199,13 +203,21 @@ fn field_attributes(tokens: &[TokenTree], mut i: usize, errors: &mut Errors) -> 
     (options, i)
 }
 
-/// `skip`, `rename = "name"`, separated by commas.
+/// `skip`, `buffer`, `rename = "name"`, separated by commas.
 fn read_options(args: TokenStream, options: &mut Options, errors: &mut Errors) {
     let tokens: Vec<TokenTree> = args.into_iter().collect();
     for option in tokens.split(|t| is_punct(Some(t), ',')).filter(|o| !o.is_empty()) {
         let range = SpanRange::of_tokens(option, Span::call_site());
         match option {
+            [TokenTree::Ident(id)] if id == "skip" && options.buffer || id == "buffer" && options.skip => {
+                errors.push(Error::new(
+                    range,
+                    "a field is either left out (`skip`) or a buffer (`buffer`), not both: a buffer is saved \
+                     and loaded with the model",
+                ));
+            }
             [TokenTree::Ident(id)] if id == "skip" => options.skip = true,
+            [TokenTree::Ident(id)] if id == "buffer" => options.buffer = true,
             [TokenTree::Ident(id), rest @ ..] if id == "rename" => {
                 let name = match rest {
                     [TokenTree::Punct(eq), TokenTree::Literal(lit)] if eq.as_char() == '=' => string_literal(lit),
@@ -222,7 +234,8 @@ fn read_options(args: TokenStream, options: &mut Options, errors: &mut Errors) {
             }
             _ => errors.push(Error::new(
                 range,
-                "unknown `params` option: the options are `skip` (leave the field out) and \
+                "unknown `params` option: the options are `skip` (leave the field out), `buffer` (a \
+                 tensor the model saves and loads but does not train, made with `tape.buffer`) and \
                  `rename = \"name\"` (its name in parameter paths and files)",
             )),
         }

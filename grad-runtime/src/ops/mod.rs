@@ -37,6 +37,8 @@ pub(crate) mod axis;
 pub(crate) mod conv;
 pub(crate) mod cross_entropy;
 pub(crate) mod cumsum;
+pub(crate) mod custom;
+pub(crate) mod detach;
 pub(crate) mod dropout;
 pub(crate) mod embedding;
 pub(crate) mod fused;
@@ -86,9 +88,12 @@ export_ops! {
     index::{g_gather, g_index_select},
     select::{g_where, g_masked_fill},
     cumsum::{g_cumsum},
+    custom::{g_custom},
+    detach::{g_detach},
 }
 
 pub use axis::AxisArg;
+pub use custom::{CustomOp, CustomRef, InputGrads, Inputs};
 use ndarray::IxDyn;
 
 use crate::Float;
@@ -100,9 +105,13 @@ use unary::Unary;
 /// The op that made a node, with its inputs and whatever its backward rule
 /// needs beyond the input and output values.
 #[derive(Clone, Debug)]
-pub(crate) enum Op<T> {
+pub(crate) enum Op<T: 'static> {
     Param,
     Constant,
+    /// A non-trainable tensor a model owns (`Tape::buffer`): a leaf like a constant.
+    Buffer,
+    /// `g_detach`: a copy of a value, with no input to pass a gradient to.
+    Detach,
     Add(NodeId, NodeId),
     Sub(NodeId, NodeId),
     Mul(NodeId, NodeId),
@@ -199,16 +208,20 @@ pub(crate) enum Op<T> {
         x: NodeId,
         axis: usize,
     },
+    /// A user's op (`g_custom`): any number of inputs.
+    Custom(custom::Custom<T>),
 }
 
 impl<T: Float> Op<T> {
     /// The op's input nodes.
     pub(crate) fn inputs(&self) -> impl Iterator<Item = NodeId> {
-        let many = match self {
-            Op::Fused(node) => Some(node.inputs()),
-            _ => None,
+        let (fused, custom) = match self {
+            Op::Fused(node) => (Some(node.inputs()), None),
+            Op::Custom(node) => (None, Some(node.inputs.iter().copied())),
+            _ => (None, None),
         };
-        self.fixed_inputs().into_iter().flatten().chain(many.into_iter().flatten())
+        let many = fused.into_iter().flatten().chain(custom.into_iter().flatten());
+        self.fixed_inputs().into_iter().flatten().chain(many)
     }
 
     /// Whether `f` holds for any input: `inputs().any(f)` without the
@@ -218,16 +231,17 @@ impl<T: Float> Op<T> {
     pub(crate) fn any_input(&self, mut f: impl FnMut(NodeId) -> bool) -> bool {
         match self {
             Op::Fused(node) => node.inputs().any(f),
+            Op::Custom(node) => node.inputs.iter().any(|&id| f(id)),
             _ => self.fixed_inputs().into_iter().any(|id| id.is_some_and(&mut f)),
         }
     }
 
     /// The inputs of an op with at most three (`None` past them); a fused
-    /// node's are its own.
+    /// or custom node's are its own, and a detached node has none.
     #[inline(always)]
     fn fixed_inputs(&self) -> [Option<NodeId>; 3] {
         match *self {
-            Op::Param | Op::Constant | Op::Fused(_) => [None, None, None],
+            Op::Param | Op::Constant | Op::Buffer | Op::Detach | Op::Fused(_) | Op::Custom(_) => [None, None, None],
             Op::Unary(x, _)
             | Op::Sum(x)
             | Op::Mean(x)
@@ -266,6 +280,8 @@ impl<T: Float> Op<T> {
         match self {
             Op::Param => "Tape::param",
             Op::Constant => "Tape::constant",
+            Op::Buffer => "Tape::buffer",
+            Op::Detach => "g_detach",
             Op::Add(..) => "g_add",
             Op::Sub(..) => "g_sub",
             Op::Mul(..) => "g_mul",
@@ -297,6 +313,7 @@ impl<T: Float> Op<T> {
             Op::IndexSelect { .. } => "g_index_select",
             Op::Where { .. } => "g_where",
             Op::Cumsum { .. } => "g_cumsum",
+            Op::Custom(node) => node.name(),
         }
     }
 
@@ -305,7 +322,8 @@ impl<T: Float> Op<T> {
     pub(crate) fn backward(&self, sink: &mut GradSink<'_, T>, g: &TensorRef<'_, T>, out: &Tensor<T>) {
         match *self {
             // Leaves: their gradient is the result, there is no input to pass it to.
-            Op::Param | Op::Constant => {}
+            // A detached node has no input to pass it to either.
+            Op::Param | Op::Constant | Op::Buffer | Op::Detach => {}
             Op::Add(a, b) => arithmetic::add_backward(sink, g, a, b),
             Op::Sub(a, b) => arithmetic::sub_backward(sink, g, a, b),
             Op::Mul(a, b) => arithmetic::mul_backward(sink, g, a, b),
@@ -336,6 +354,7 @@ impl<T: Float> Op<T> {
             Op::IndexSelect { x, axis, ref indices } => index::index_select_backward(sink, g, x, axis, indices),
             Op::Where { mask, a, b } => select::where_backward(sink, g, mask, a, b),
             Op::Cumsum { x, axis } => cumsum::cumsum_backward(sink, g, x, axis),
+            Op::Custom(ref node) => custom::custom_backward(sink, g, out, node),
         }
     }
 
@@ -347,13 +366,16 @@ impl<T: Float> Op<T> {
             Op::CrossEntropy { targets: indices, .. }
             | Op::Embedding { ids: indices, .. }
             | Op::Gather { indices, .. }
-            | Op::IndexSelect { indices, .. } => (Some(indices), None),
+            | Op::IndexSelect { indices, .. }
+            | Op::Custom(custom::Custom { inputs: indices, .. }) => (Some(indices), None),
             Op::Fused(node) => {
                 let (inputs, scalars) = node.into_buffers();
                 (inputs, Some(scalars))
             }
             Op::Param
             | Op::Constant
+            | Op::Buffer
+            | Op::Detach
             | Op::Add(..)
             | Op::Sub(..)
             | Op::Mul(..)

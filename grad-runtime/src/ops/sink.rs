@@ -11,7 +11,7 @@ use crate::{Float, parallel, simd};
 /// The view of the tape a backward rule gets: every node's value (read) and
 /// the gradient slots of the nodes before the rule's own (summed into: a
 /// node's inputs come before it), plus the buffer pool for scratch space.
-pub(crate) struct GradSink<'a, T> {
+pub(crate) struct GradSink<'a, T: 'static> {
     nodes: &'a [Node<T>],
     grads: &'a mut [GradSlot<T>],
     pool: &'a mut BufferPool<T>,
@@ -27,6 +27,11 @@ impl<'a, T: Float> GradSink<'a, T> {
     pub(crate) fn value(&self, id: NodeId) -> &'a Tensor<T> {
         let nodes: &'a [Node<T>] = self.nodes;
         &nodes[id].value
+    }
+
+    /// Every node (borrowed from the tape, not from the sink).
+    pub(crate) fn nodes(&self) -> &'a [Node<T>] {
+        self.nodes
     }
 
     /// Whether `id` needs a gradient at all: constants, and everything

@@ -55,14 +55,14 @@ impl<T: Float> Tape<T> {
     }
 
     /// The error for an op output holding a non-finite value, if it does.
-    /// Parameters and constants (including dropout's mask) are not checked.
+    /// Parameters, buffers and constants (including dropout's mask) are not checked.
     pub(super) fn non_finite_output(
         &self,
         op: &Op<T>,
         value: &Tensor<T>,
         location: &'static Location<'static>,
     ) -> Option<GradError> {
-        if matches!(op, Op::Param | Op::Constant) {
+        if matches!(op, Op::Param | Op::Constant | Op::Buffer) {
             return None;
         }
         let (position, bad) = first_non_finite(&value.data)?;

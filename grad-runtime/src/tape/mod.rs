@@ -2,13 +2,15 @@
 //! Ops reach it through the methods at the end of this file (resolve their
 //! input handles, read values, take output buffers, push a node); the
 //! reverse walk is `backward.rs`, reading values and gradients out is
-//! `read.rs`, anomaly mode is `anomaly.rs`.
+//! `read.rs`, writing a leaf's value is `write.rs`, anomaly mode is
+//! `anomaly.rs`.
 
 mod anomaly;
 mod append;
 mod backward;
 mod grad_slot;
 mod read;
+mod write;
 
 use std::fmt;
 use std::panic::Location;
@@ -34,7 +36,7 @@ pub(crate) type NodeId = usize;
 /// Tape ids: a `u64` never wraps, so two tapes never share an id (see [`Var`]).
 static NEXT_TAPE_ID: AtomicU64 = AtomicU64::new(1);
 
-pub(crate) struct Node<T> {
+pub(crate) struct Node<T: 'static> {
     op: Op<T>,
     pub(crate) value: Tensor<T>,
     /// The tape's generation when the node was made; a `Var` must match it.
@@ -168,6 +170,34 @@ impl<T: Float> Tape<T> {
     #[track_caller]
     pub fn constant(&mut self, t: impl TensorInput<T>) -> Var {
         self.copy_in("Tape::constant", Op::Constant, t)
+    }
+
+    /// Copies `t` onto the tape as a buffer: a tensor the model owns that is
+    /// not trained (batch norm's running statistics, an EMA copy of the
+    /// weights, a fixed mask). Like a constant it gets no gradient, and an
+    /// optimizer refuses it; unlike one, a model lists it
+    /// (`#[params(buffer)]` on its field, [`Params::named_buffers`](crate::Params::named_buffers)),
+    /// so [`save`](crate::Params::save) and [`load`](crate::Params::load)
+    /// keep it, and [`set_value`](Tape::set_value) updates it.
+    ///
+    /// ```
+    /// use grad_runtime::{Params, Tape, Var};
+    /// use grad_runtime::ndarray::array;
+    ///
+    /// #[derive(Params)]
+    /// struct Scaler { w: Var, #[params(buffer)] count: Var }
+    ///
+    /// let mut tape = Tape::<f32>::new();
+    /// let model = Scaler { w: tape.param(array![1.0]), count: tape.buffer(array![0.0]) };
+    /// assert_eq!(model.named_params().len(), 1);
+    /// assert_eq!(model.named_buffers()[0].0, "count");
+    /// tape.set_value(model.count, array![1.0])?;
+    /// assert_eq!(tape.value(model.count)[0], 1.0);
+    /// # Ok::<(), grad_runtime::GradError>(())
+    /// ```
+    #[track_caller]
+    pub fn buffer(&mut self, t: impl TensorInput<T>) -> Var {
+        self.copy_in("Tape::buffer", Op::Buffer, t)
     }
 
     #[track_caller]
@@ -440,6 +470,12 @@ impl<T: Float> Tape<T> {
         matches!(self.nodes[id].op, Op::Param)
     }
 
+    /// Whether the node is a leaf: a parameter, a buffer or a constant,
+    /// whose value no op computed.
+    pub(crate) fn is_leaf(&self, id: NodeId) -> bool {
+        matches!(self.nodes[id].op, Op::Param | Op::Buffer | Op::Constant)
+    }
+
     /// Which parameters optimizers registered, and which were frozen.
     pub(crate) fn claims(&self) -> &Claims {
         &self.claims
@@ -558,6 +594,23 @@ impl<T: Float> Tape<T> {
         let mut copy = self.index_pool.take(indices.len());
         copy.copy_from_slice(indices);
         copy
+    }
+
+    /// A pooled index buffer of `len` entries with unspecified contents;
+    /// hand it back with [`recycle_indices`](Tape::recycle_indices) or keep
+    /// it in a node's op (which returns it when the node is dropped).
+    pub(crate) fn index_scratch(&mut self, len: usize) -> Vec<usize> {
+        self.index_pool.take(len)
+    }
+
+    /// Returns an index buffer to the pool.
+    pub(crate) fn recycle_indices(&mut self, buffer: Vec<usize>) {
+        self.index_pool.give(buffer);
+    }
+
+    /// Every node, for reading values: what a custom op's inputs borrow.
+    pub(crate) fn nodes(&self) -> &[Node<T>] {
+        &self.nodes
     }
 
     /// Sets every gradient to zeros; the slots keep their buffers.

@@ -16,6 +16,8 @@ struct Options {
     c: Var,
     #[params(rename = weight)]
     d: Var,
+    #[params(skip, buffer)]
+    e: Var,
 }
 
 fn main() {}

@@ -55,7 +55,7 @@ type Backward<T> = fn(&mut GradSink<'_, T>, &TensorRef<'_, T>, &Tensor<T>, &Fuse
 /// (a node, or [`SCALAR_LEAF`]), and its scalars: the region's
 /// parameters, then the leaves that are Rust scalars, in leaf order.
 #[derive(Clone)]
-pub(crate) struct Fused<T> {
+pub(crate) struct Fused<T: 'static> {
     name: &'static str,
     backward: Backward<T>,
     inputs: Inputs,
@@ -103,7 +103,7 @@ impl<T> Fused<T> {
     }
 }
 
-impl<T> fmt::Debug for Fused<T> {
+impl<T: 'static> fmt::Debug for Fused<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Fused").field("name", &self.name).field("inputs", &self.inputs).finish()
     }

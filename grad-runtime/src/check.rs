@@ -1,0 +1,260 @@
+//! A gradient check: backward's gradients of any function of [`Var`]s
+//! against central finite differences, in `f64`.
+//!
+//! [`GradCheck::run`] builds the function on a fresh `f64` tape with the
+//! given inputs as parameters and runs backward: seeded with 1 for a
+//! one-element output, with a random cotangent `u` otherwise (so a
+//! non-scalar output is checked too: `uᵀJ`, every input element's
+//! derivative of `sum(u · f(x))`, which a wrong Jacobian fails for almost
+//! every `u`). Each element is compared with the central difference
+//! `(F(x + eps) − F(x − eps)) / 2 eps` of that same function. An
+//! element passes when `|analytic − numeric| ≤ atol + rtol · |numeric|`,
+//! PyTorch's `gradcheck` criterion, with its default tolerances.
+//!
+//! ```
+//! use grad_runtime::check::GradCheck;
+//! use grad_runtime::{g_mul, g_tanh};
+//! use grad_runtime::ndarray::array;
+//!
+//! // tanh(x) · y on a 2×2 and a 2-vector (broadcast).
+//! let inputs = [array![[0.5, -1.0], [2.0, 0.1]].into_dyn(), array![3.0, -0.5].into_dyn()];
+//! let report = GradCheck::new().run(
+//!     |tape, x| {
+//!         let t = g_tanh(tape, x[0]);
+//!         g_mul(tape, t, x[1])
+//!     },
+//!     &inputs,
+//! )?;
+//! assert_eq!(report.checked, 6);
+//! assert!((report.worst.analytic - report.worst.numeric).abs() < 1e-8);
+//! # Ok::<(), grad_runtime::check::GradCheckError>(())
+//! ```
+//!
+//! A wrong gradient is an error naming the element:
+//!
+//! ```
+//! use grad_runtime::check::{GradCheck, GradCheckError};
+//! use grad_runtime::{g_abs, g_add, g_adds, g_exp, g_log, g_neg, g_relu, g_sum};
+//! use grad_runtime::ndarray::array;
+//!
+//! // softplus as relu(x) + log(1 + exp(-|x|)), summed: its gradient at 0
+//! // comes out 0 (relu'(0) = abs'(0) = 0) where it is 0.5.
+//! let softplus = |tape: &mut grad_runtime::Tape<f64>, x: &[grad_runtime::Var]| {
+//!     let (r, a) = (g_relu(tape, x[0]), g_abs(tape, x[0]));
+//!     let e = { let n = g_neg(tape, a); g_exp(tape, n) };
+//!     let l = { let one_plus = g_adds(tape, e, 1.0); g_log(tape, one_plus) };
+//!     let y = g_add(tape, r, l);
+//!     g_sum(tape, y)
+//! };
+//! let err = GradCheck::new().run(softplus, &[array![1.0, 0.0].into_dyn()]).unwrap_err();
+//! let GradCheckError::Mismatch(worst) = &err else { panic!("{err}") };
+//! assert_eq!((worst.input, worst.index.as_slice()), (0, &[1][..]));
+//! assert_eq!(worst.analytic, 0.0);
+//! assert!((worst.numeric - 0.5).abs() < 1e-6);
+//! // "gradient mismatch: input 0 element [1]: backward 0e0, finite difference 5e-1 ..."
+//! assert!(err.to_string().contains("input 0 element [1]: backward 0e0"));
+//! ```
+
+use std::fmt;
+
+use ndarray::{ArrayD, Dimension, IxDyn};
+
+use crate::{GradError, Rng, Tape, Var};
+
+/// The settings of a check: the finite-difference step and the tolerances
+/// (PyTorch's `gradcheck` defaults), and the seed of the random cotangent.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GradCheck {
+    eps: f64,
+    atol: f64,
+    rtol: f64,
+    seed: u64,
+}
+
+impl Default for GradCheck {
+    fn default() -> Self {
+        GradCheck { eps: 1e-6, atol: 1e-5, rtol: 1e-3, seed: 0 }
+    }
+}
+
+/// The element that came closest to failing (or failed): which input,
+/// where in it, and the two derivatives of `sum(cotangent · f(x))`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Element {
+    /// The input's position in the slice passed to [`GradCheck::run`].
+    pub input: usize,
+    /// The element's index in that input.
+    pub index: Vec<usize>,
+    /// Backward's derivative.
+    pub analytic: f64,
+    /// The central finite difference.
+    pub numeric: f64,
+    /// `|analytic − numeric| / (atol + rtol · |numeric|)`: at most 1 passes.
+    pub error: f64,
+}
+
+/// What a passing check measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Report {
+    /// How many input elements were checked.
+    pub checked: usize,
+    /// The element with the largest [`error`](Element::error).
+    pub worst: Element,
+}
+
+/// Why a check failed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum GradCheckError {
+    /// The function poisoned its tape (a shape error, say), at the inputs
+    /// or at a perturbed copy of them.
+    Program(GradError),
+    /// The function gave outputs of two different shapes.
+    OutputShape {
+        /// The shape at the inputs.
+        expected: Vec<usize>,
+        /// The shape at a perturbed copy.
+        found: Vec<usize>,
+    },
+    /// A finite difference or a gradient is not finite.
+    NonFinite(Element),
+    /// An element's derivatives disagree beyond the tolerance.
+    Mismatch(Element),
+    /// There is nothing to check: no input holds an element.
+    NoElements,
+}
+
+impl GradCheck {
+    /// PyTorch's defaults: `eps = 1e-6`, `atol = 1e-5`, `rtol = 1e-3`; seed 0.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The finite-difference step (each element is moved by `±eps`).
+    pub fn eps(self, eps: f64) -> Self {
+        GradCheck { eps, ..self }
+    }
+
+    /// The absolute tolerance.
+    pub fn atol(self, atol: f64) -> Self {
+        GradCheck { atol, ..self }
+    }
+
+    /// The relative tolerance (of the finite difference's magnitude).
+    pub fn rtol(self, rtol: f64) -> Self {
+        GradCheck { rtol, ..self }
+    }
+
+    /// The seed of the random cotangent.
+    pub fn seed(self, seed: u64) -> Self {
+        GradCheck { seed, ..self }
+    }
+
+    /// Checks every element of every input: `f` builds the function on the
+    /// tape it is given from the inputs (as parameters, in order) and
+    /// returns its output. `f` runs `2 n + 1` times for `n` input elements.
+    pub fn run<F>(&self, f: F, inputs: &[ArrayD<f64>]) -> Result<Report, GradCheckError>
+    where
+        F: Fn(&mut Tape<f64>, &[Var]) -> Var,
+    {
+        let (shape, cotangent, grads) = self.analytic(&f, inputs)?;
+        let mut worst: Option<Element> = None;
+        let mut checked = 0;
+        let mut shifted: Vec<ArrayD<f64>> = inputs.iter().map(|x| x.as_standard_layout().into_owned()).collect();
+        for (input, grad) in grads.iter().enumerate() {
+            for (index, &analytic) in grad.indexed_iter() {
+                let original = shifted[input][&index];
+                shifted[input][&index] = original + self.eps;
+                let plus = projected(&f, &shifted, &cotangent, &shape)?;
+                shifted[input][&index] = original - self.eps;
+                let minus = projected(&f, &shifted, &cotangent, &shape)?;
+                shifted[input][&index] = original;
+                let numeric = (plus - minus) / (2.0 * self.eps);
+                let diff = (analytic - numeric).abs();
+                let error = diff / (self.atol + self.rtol * numeric.abs());
+                let element = Element { input, index: index.slice().to_vec(), analytic, numeric, error };
+                checked += 1;
+                if !analytic.is_finite() || !numeric.is_finite() {
+                    return Err(GradCheckError::NonFinite(element));
+                }
+                if error > 1.0 {
+                    return Err(GradCheckError::Mismatch(element));
+                }
+                if worst.as_ref().is_none_or(|w| error > w.error) {
+                    worst = Some(element);
+                }
+            }
+        }
+        worst.map(|worst| Report { checked, worst }).ok_or(GradCheckError::NoElements)
+    }
+
+    /// The output's shape, the random cotangent and backward's gradient of
+    /// every input.
+    fn analytic<F>(&self, f: &F, inputs: &[ArrayD<f64>]) -> Result<Analytic, GradCheckError>
+    where
+        F: Fn(&mut Tape<f64>, &[Var]) -> Var,
+    {
+        let mut tape = Tape::<f64>::new();
+        let vars: Vec<Var> = inputs.iter().map(|x| tape.param(x)).collect();
+        let out = f(&mut tape, &vars);
+        let shape = tape.try_value(out).map_err(GradCheckError::Program)?.shape().to_vec();
+        let mut rng = Rng::new(self.seed);
+        let scalar = shape.iter().product::<usize>() == 1;
+        let cotangent = ArrayD::from_shape_fn(IxDyn(&shape), |_| if scalar { 1.0 } else { rng.normal() });
+        tape.backward_with(out, &cotangent).map_err(GradCheckError::Program)?;
+        let grads = vars.iter().map(|&v| tape.grad(v).to_owned()).collect();
+        Ok((shape, cotangent, grads))
+    }
+}
+
+/// The output's shape, the cotangent, and backward's gradient of each input.
+type Analytic = (Vec<usize>, ArrayD<f64>, Vec<ArrayD<f64>>);
+
+/// `sum(cotangent · f(inputs))`.
+fn projected<F>(f: &F, inputs: &[ArrayD<f64>], cotangent: &ArrayD<f64>, shape: &[usize]) -> Result<f64, GradCheckError>
+where
+    F: Fn(&mut Tape<f64>, &[Var]) -> Var,
+{
+    let mut tape = Tape::<f64>::new();
+    let vars: Vec<Var> = inputs.iter().map(|x| tape.param(x)).collect();
+    let out = f(&mut tape, &vars);
+    if let Some(error) = tape.error() {
+        return Err(GradCheckError::Program(error.clone()));
+    }
+    let value = tape.value(out);
+    if value.shape() != shape {
+        return Err(GradCheckError::OutputShape { expected: shape.to_vec(), found: value.shape().to_vec() });
+    }
+    Ok((&value * cotangent).sum())
+}
+
+impl fmt::Display for Element {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "input {} element {:?}: backward {:e}, finite difference {:e} (difference {:e})",
+            self.input,
+            self.index,
+            self.analytic,
+            self.numeric,
+            (self.analytic - self.numeric).abs()
+        )
+    }
+}
+
+impl fmt::Display for GradCheckError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GradCheckError::Program(error) => write!(f, "the function failed: {error}"),
+            GradCheckError::OutputShape { expected, found } => {
+                write!(f, "the function's output changed shape from {expected:?} to {found:?}")
+            }
+            GradCheckError::NonFinite(element) => write!(f, "not finite: {element}"),
+            GradCheckError::Mismatch(element) => {
+                write!(f, "gradient mismatch: {element}, beyond the tolerance by a factor {:.3}", element.error)
+            }
+            GradCheckError::NoElements => write!(f, "no input holds an element: nothing to check"),
+        }
+    }
+}
+
+impl std::error::Error for GradCheckError {}
