@@ -7,6 +7,11 @@
 //! `ndarray` views, and errors poison the tape instead of panicking
 //! ([`GradError`]).
 //!
+//! New here? The [`guide`] starts with a first model in five minutes and
+//! goes on to the `grad!` macro, models, saving and loading, optimizers,
+//! errors, reliability and performance; [`guide::from_pytorch`] maps
+//! PyTorch idioms to grad.
+//!
 //! ```
 //! use grad_runtime::{g_add, g_matmul, g_mse, g_relu, Tape};
 //! use ndarray::{array, Array2};
@@ -51,6 +56,7 @@ mod error;
 mod finite;
 mod float;
 mod gemm;
+pub mod guide;
 pub mod init;
 pub mod io;
 mod math;
