@@ -99,3 +99,10 @@ pub use rng::Rng;
 pub use tape::Tape;
 pub use tensor::TensorInput;
 pub use var::{Mark, Var};
+
+/// The README's example is a doctest too, so the first code a newcomer
+/// copies compiles and runs. Only under `cfg(doctest)`: the README lies
+/// outside this package, and is read only when the doctests are built.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
