@@ -4,7 +4,7 @@
 //! step. Rank 0 prints the loss curve and the final accuracy; every rank
 //! prints its throughput.
 //!
-//! Run (README, "Data parallel"):
+//! Run (grad-runtime/src/guide/data_parallel.md):
 //! `cargo build --release -p grad-examples --features mpi --example digits_dp &&
 //!  mpirun -np 2 target/release/examples/digits_dp`
 //! (as root add `--allow-run-as-root`; with more ranks than cores `--oversubscribe`).

@@ -1,7 +1,7 @@
 //! Times one `MPI_Allreduce` (sum, f32) against the buffer size: the cost
 //! `grad_runtime::dist` pays per step for a model with that many parameters.
 //! Run: `cargo build --release -p grad-examples --features mpi --example dist_allreduce &&
-//! mpirun -np 2 target/release/examples/dist_allreduce` (README, "Data parallel").
+//! mpirun -np 2 target/release/examples/dist_allreduce` (grad-runtime/src/guide/data_parallel.md).
 
 use std::time::Instant;
 

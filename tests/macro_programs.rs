@@ -6,7 +6,8 @@
 //! parentheses, scalars on either side, unary minus, `@`, built-ins and
 //! their method forms, `let` bindings and fan-out, half of them with
 //! declared shapes. `GRAD_PROPTEST_SCALE=10` builds 10 times as many,
-//! `GRAD_PROPTEST_BATCH=b` other ones (README, Reliability).
+//! `GRAD_PROPTEST_BATCH=b` other ones (the guide,
+//! `grad-runtime/src/guide/reliability.md`).
 
 use grad_runtime::*;
 use ndarray::{ArrayD, IxDyn};

@@ -2,9 +2,10 @@
 //! differentiable ops (fan-out, broadcasting, random shapes), each
 //! parameter's gradient checked against central finite differences in f64.
 //!
-//! `GRAD_PROPTEST_SCALE=100` runs 100 times as many graphs (README); a
-//! failure shrinks to a short graph printed one op per line. The seed is
-//! fixed (set `PROPTEST_RNG_SEED` to explore others).
+//! `GRAD_PROPTEST_SCALE=100` runs 100 times as many graphs (the guide,
+//! `grad-runtime/src/guide/reliability.md`); a failure shrinks to a short
+//! graph printed one op per line. The seed is fixed (set
+//! `PROPTEST_RNG_SEED` to explore others).
 
 mod common;
 mod random_graph;

@@ -3,11 +3,11 @@
 //! 360 test images (the last rows, written by other people than the
 //! training rows).
 //!
-//! The recipe (README, *The digits recipe*, has each step's accuracy): a
-//! 256-wide hidden layer with dropout, AdamW with weight decay on the
-//! weights only, a warm-up then cosine learning rate, one-pixel shifts of
-//! the training images, and early stopping on a validation slice of the
-//! training rows (the test rows are never used to choose anything).
+//! The recipe (`grad-runtime/src/guide/examples.md` has each step's
+//! accuracy): a 256-wide hidden layer with dropout, AdamW with weight decay
+//! on the weights only, a warm-up then cosine learning rate, one-pixel
+//! shifts of the training images, and early stopping on a validation slice
+//! of the training rows (the test rows are never used to choose anything).
 //!
 //! Run: `cargo run --release -p grad-examples --example digits`
 //!

@@ -67,7 +67,7 @@
 //! commutative) provide it, and the periodic checksum turns any violation
 //! into an error instead of silent drift. Summation order differs from one
 //! process with the whole batch, so 2 ranks at batch B/2 equal 1 rank at
-//! batch B only up to rounding (README, *Data parallel*).
+//! batch B only up to rounding (the guide, `guide/data_parallel.md`).
 //!
 //! # Failures
 //!

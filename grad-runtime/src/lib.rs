@@ -7,6 +7,11 @@
 //! `ndarray` views, and errors poison the tape instead of panicking
 //! ([`GradError`]).
 //!
+//! New here? The [`guide`] starts with a first model in five minutes and
+//! goes on to the `grad!` macro, models, saving and loading, optimizers,
+//! errors, reliability and performance; [`guide::from_pytorch`] maps
+//! PyTorch idioms to grad.
+//!
 //! ```
 //! use grad_runtime::{g_add, g_matmul, g_mse, g_relu, Tape};
 //! use ndarray::{array, Array2};
@@ -52,6 +57,7 @@ mod error;
 mod finite;
 mod float;
 mod gemm;
+pub mod guide;
 pub mod init;
 pub mod io;
 mod math;
@@ -94,3 +100,10 @@ pub use rng::Rng;
 pub use tape::Tape;
 pub use tensor::TensorInput;
 pub use var::{Mark, Var};
+
+/// The README's example is a doctest too, so the first code a newcomer
+/// copies compiles and runs. Only under `cfg(doctest)`: the README lies
+/// outside this package, and is read only when the doctests are built.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
