@@ -2,7 +2,7 @@
 //! for bit to the same computation written with `g_*` calls; the causal
 //! mask hides the future.
 
-use grad_runtime::nn::{Embedding, LayerNorm, Linear, Mlp, MultiHeadAttention};
+use grad_runtime::nn::{BatchNorm2d, Embedding, GroupNorm, LayerNorm, Linear, Mlp, MultiHeadAttention};
 use grad_runtime::*;
 use ndarray::{Array3, ArrayD, IxDyn, s};
 
@@ -160,4 +160,89 @@ fn an_mlp_trains_on_two_moons_with_add_params_and_minibatches() {
     let predicted = argmax(&tape, logits, -1).unwrap();
     let correct = predicted.iter().zip(&labels).filter(|(p, l)| p == l).count();
     assert!(correct >= 190, "two moons: {correct}/200");
+}
+
+/// A convolution, batch norm and a linear head: a model with buffers.
+#[derive(Params)]
+struct ConvBnNet {
+    conv: Var,
+    bn: BatchNorm2d,
+    head: Linear,
+}
+
+impl ConvBnNet {
+    fn new(tape: &mut Tape<f64>, seed: u64) -> ConvBnNet {
+        let mut rng = Rng::new(seed);
+        let conv = tape.param(init::he_normal(&mut rng, &[4, 1, 3, 3]));
+        ConvBnNet { conv, bn: BatchNorm2d::new(tape, 4), head: Linear::new(tape, &mut rng, 4 * 4 * 4, 3) }
+    }
+
+    fn forward(&self, tape: &mut Tape<f64>, x: Var, train: bool) -> Var {
+        let conv = self.conv;
+        let h = grad!(tape; x: [N, 1, 6, 6], conv: [4, 1, 3, 3]; conv2d(x, conv, None));
+        let h = self.bn.forward(tape, h, train);
+        let h = grad!(tape; flatten(relu(h), 1));
+        self.head.forward(tape, h)
+    }
+}
+
+#[test]
+fn a_batch_norm_model_evaluates_the_same_bits_after_save_and_load() {
+    let mut rng = Rng::new(80);
+    let mut tape = Tape::<f64>::new();
+    let model = ConvBnNet::new(&mut tape, 1);
+    let mut opt = Adam::new(1e-2);
+    opt.add_params(&tape, &model, |_| 0.0).unwrap();
+    let mark = tape.mark();
+    let labels = [0usize, 2, 1, 1, 0, 2, 1, 0];
+    for _ in 0..5 {
+        let x = tape.constant(data(&mut rng, &[8, 1, 6, 6]));
+        let logits = model.forward(&mut tape, x, true);
+        let loss = grad!(tape; cross_entropy(logits, &labels));
+        tape.backward(loss).unwrap();
+        opt.step(&mut tape).unwrap();
+        tape.reset_to(mark);
+    }
+    assert_eq!(tape.value(model.bn.num_batches_tracked)[[]], 5.0);
+    assert!(tape.value(model.bn.running_var).iter().all(|&v| v != 1.0), "training moved the running variance");
+    let test = data(&mut rng, &[3, 1, 6, 6]);
+    let evaluate = |tape: &mut Tape<f64>, model: &ConvBnNet| {
+        let mark = tape.mark();
+        let x = tape.constant(&test);
+        let out = model.forward(tape, x, false);
+        let out = tape.value(out).to_owned();
+        tape.reset_to(mark);
+        out
+    };
+    let before = evaluate(&mut tape, &model);
+    let running = tape.value(model.bn.running_mean).to_owned();
+    assert_eq!(evaluate(&mut tape, &model), before, "evaluation changes no statistic");
+    assert_eq!(tape.value(model.bn.running_mean), running);
+
+    let path = std::env::temp_dir().join(format!("grad-bn-{}.safetensors", std::process::id()));
+    model.save(&tape, &path).unwrap();
+    let mut fresh_tape = Tape::<f64>::new();
+    let fresh = ConvBnNet::new(&mut fresh_tape, 2);
+    assert_ne!(evaluate(&mut fresh_tape, &fresh), before);
+    fresh.load(&mut fresh_tape, &path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let after = evaluate(&mut fresh_tape, &fresh);
+    let bits = |a: &ArrayD<f64>| a.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&after), bits(&before));
+    assert_eq!(fresh_tape.value(fresh.bn.num_batches_tracked)[[]], 5.0);
+}
+
+#[test]
+fn group_norm_layer_matches_the_op_and_names_its_parameters() {
+    let mut tape = Tape::<f64>::new();
+    let norm = GroupNorm::new(&mut tape, 2, 6);
+    assert_eq!(names(&norm), ["weight", "bias"]);
+    assert!(norm.named_buffers().is_empty());
+    let x = tape.constant(data(&mut Rng::new(81), &[2, 6, 3]));
+    let y = norm.forward(&mut tape, x);
+    let z = g_group_norm(&mut tape, x, 2, norm.weight, norm.bias, 1e-5);
+    assert_eq!(tape.value(y), tape.value(z));
+    let bad = GroupNorm::new(&mut tape, 4, 6);
+    bad.forward(&mut tape, x);
+    assert!(matches!(tape.error().unwrap().kind(), ErrorKind::InvalidArgument { name: "groups", .. }));
 }

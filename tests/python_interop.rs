@@ -1,7 +1,8 @@
 //! Interop with the real Python client: grad writes a nested model in f32
-//! and f64, Python's `safetensors` (with numpy) reads each file and checks
-//! names, shapes, dtypes, every element's bits and the metadata, then
-//! writes files grad loads and checks bit for bit.
+//! and f64, and a model with batch norm (its buffers under PyTorch's
+//! `state_dict` names); Python's `safetensors` (with numpy) reads each file
+//! and checks names, shapes, dtypes, every element's bits and the metadata,
+//! then writes files grad loads and checks bit for bit.
 //!
 //! Needs `python3` with `venv`: the test makes a throwaway virtualenv in a
 //! temporary directory and pip-installs `safetensors` and `numpy` there
@@ -30,9 +31,15 @@ fn run(command: &mut Command) -> Output {
     command.output().unwrap_or_else(|e| panic!("could not start {command:?}: {e}"))
 }
 
-fn describe<T: Float>(tape: &Tape<T>, model: &models::Net, file: &Path, dtype: &str) -> Value {
-    let tensors: serde_json::Map<String, Value> = model
-        .named_params()
+/// Every tensor a file of `model` holds: its parameters and its buffers.
+fn named_tensors(model: &impl Params) -> Vec<(String, grad_runtime::Var)> {
+    let mut named = model.named_params();
+    named.extend(model.named_buffers());
+    named
+}
+
+fn describe<T: Float>(tape: &Tape<T>, model: &impl Params, file: &Path, dtype: &str) -> Value {
+    let tensors: serde_json::Map<String, Value> = named_tensors(model)
         .into_iter()
         .map(|(name, var)| {
             let value = tape.value(var);
@@ -50,6 +57,22 @@ fn describe<T: Float>(tape: &Tape<T>, model: &models::Net, file: &Path, dtype: &
         })
         .collect();
     json!({ "file": file, "tensors": tensors, "metadata": { "writer": "grad", "case": dtype } })
+}
+
+/// A small image model with batch norm: its buffers are in the file under
+/// PyTorch's `state_dict` names.
+#[derive(Params)]
+struct ConvBn {
+    conv: grad_runtime::Var,
+    bn: grad_runtime::nn::BatchNorm2d,
+}
+
+fn conv_bn(tape: &mut Tape<f32>) -> ConvBn {
+    let conv = tape.param(ndarray::Array4::<f32>::from_shape_fn((3, 2, 3, 3), |(o, i, h, w)| (o + i + h * w) as f32));
+    let bn = grad_runtime::nn::BatchNorm2d::new(tape, 3);
+    tape.set_value(bn.running_mean, ndarray::arr1(&[0.5f32, -1.0, 2.0])).unwrap();
+    tape.set_value(bn.num_batches_tracked, ndarray::arr0(7.0f32)).unwrap();
+    ConvBn { conv, bn }
 }
 
 /// Loads Python's file into a fresh net and checks every element.
@@ -112,10 +135,20 @@ fn python_safetensors_reads_grads_files_and_grad_reads_pythons() {
     let net64 = net::<f64>(&mut tape64, 6);
     let file64 = dir.join("from_grad_f64.safetensors");
     net64.save_with_metadata(&tape64, &file64, &[("writer", "grad"), ("case", "float64")]).unwrap();
+    let mut tape_bn = Tape::<f32>::new();
+    let model_bn = conv_bn(&mut tape_bn);
+    let file_bn = dir.join("from_grad_bn.safetensors");
+    model_bn.save_with_metadata(&tape_bn, &file_bn, &[("writer", "grad"), ("case", "float32")]).unwrap();
     let expected = json!({
         "f32": describe(&tape32, &net32, &file32, "float32"),
         "f64": describe(&tape64, &net64, &file64, "float64"),
+        "bn": describe(&tape_bn, &model_bn, &file_bn, "float32"),
     });
+    let bn_names: Vec<String> = named_tensors(&model_bn).into_iter().map(|(name, _)| name).collect();
+    assert_eq!(
+        bn_names,
+        ["conv", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var", "bn.num_batches_tracked"]
+    );
     let expected_path = dir.join("expected.json");
     std::fs::write(&expected_path, expected.to_string()).unwrap();
 
@@ -128,6 +161,15 @@ fn python_safetensors_reads_grads_files_and_grad_reads_pythons() {
 
     load_from_python::<f32>(&dir, "f32");
     load_from_python::<f64>(&dir, "f64");
+    // Python's file for the batch-norm model loads, buffers included.
+    let mut tape = Tape::<f32>::new();
+    let fresh = conv_bn(&mut tape);
+    fresh.load(&mut tape, dir.join("from_python_bn.safetensors")).unwrap();
+    for (name, var) in named_tensors(&fresh) {
+        let want: Vec<f32> = (0..tape.value(var).len()).map(|i| ((i % 17) as f32 - 8.0) / 8.0).collect();
+        assert_eq!(tape.value(var).iter().copied().collect::<Vec<_>>(), want, "bn: {name}");
+    }
+    say("grad loaded Python's bn file: parameters and buffers exact");
     std::fs::remove_dir_all(&dir).unwrap();
     say("passed");
 }

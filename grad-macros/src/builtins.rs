@@ -192,6 +192,35 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         &[X, param("gamma", Kind::Var), param("beta", Kind::Var), param("eps", Kind::Scalar)],
         Rule::LayerNorm,
     ),
+    // ops/batch_norm.rs
+    row(
+        "batch_norm",
+        "g_batch_norm",
+        &[
+            X,
+            param("running_mean", Kind::Var),
+            param("running_var", Kind::Var),
+            param("gamma", Kind::Var),
+            param("beta", Kind::Var),
+            param("train", Kind::Flag),
+            param("momentum", Kind::Scalar),
+            param("eps", Kind::Scalar),
+        ],
+        Rule::ChannelNorm,
+    ),
+    // ops/group_norm.rs
+    row(
+        "group_norm",
+        "g_group_norm",
+        &[
+            X,
+            param("groups", Kind::Count),
+            param("gamma", Kind::Var),
+            param("beta", Kind::Var),
+            param("eps", Kind::Scalar),
+        ],
+        Rule::ChannelNorm,
+    ),
     // ops/dropout.rs
     row(
         "dropout",

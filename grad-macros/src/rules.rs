@@ -41,6 +41,9 @@ pub(crate) enum Rule {
     Embedding,
     /// Normalized over the last dim `d`; gamma and beta are `[d]`.
     LayerNorm,
+    /// `[N, C, ...]` normalised per channel or block of channels: every
+    /// other tensor argument is `[C]`, and `groups` (if given) divides `C`.
+    ChannelNorm,
     /// `[N, C, H, W]` with `[O, C / groups, kh, kw]` → `[N, O, OH, OW]`.
     Conv2d,
     /// `[N, C, H, W]` → `[N, C, OH, OW]`, windows `kernel`, `stride`, `padding`.
@@ -102,6 +105,7 @@ pub(crate) fn apply(rule: Rule, site: &Site) -> Outcome {
         Rule::CrossEntropy => cross_entropy(site),
         Rule::Embedding => embedding(site),
         Rule::LayerNorm => layer_norm(site),
+        Rule::ChannelNorm => channel_norm(site),
         Rule::Conv2d => conv2d(site),
         Rule::Pool2d => pool2d(site),
         Rule::Flatten => flatten(site),
@@ -443,6 +447,38 @@ fn layer_norm(site: &Site) -> Outcome {
                 format!("`{}`: `{}` must be [{last}], one entry per feature of `{}`", site.text, param.text, x.text);
             return Err(message(summary, &[is(x), is(param)], None));
         }
+    }
+    Ok(x.shape.clone())
+}
+
+// ---- ops/batch_norm.rs, ops/group_norm.rs ----
+
+fn channel_norm(site: &Site) -> Outcome {
+    let x = &site.tensors[0];
+    let Some(dims) = known(x) else { return Ok(Shape::Unknown) };
+    if dims.len() < 2 {
+        let summary = format!("`{}`: `{}` must be [N, C, ...], 2-D or more", site.text, x.text);
+        return Err(message(summary, &[is(x)], None));
+    }
+    let channels = &dims[1];
+    for param in &site.tensors[1..] {
+        if let Some(p) = known(param)
+            && (p.len() != 1 || p[0].differs(channels))
+        {
+            let summary = format!(
+                "`{}`: `{}` must be [{channels}], one entry per channel (dim 1) of `{}`",
+                site.text, param.text, x.text
+            );
+            return Err(message(summary, &[is(x), is(param)], None));
+        }
+    }
+    if let Some(&Some(groups)) = site.ints.first()
+        && let Some(c) = channels.value()
+        && (groups < 1 || c % groups as u128 != 0)
+    {
+        let summary =
+            format!("`{}`: {groups} groups do not divide the {c} channels (dim 1) of `{}`", site.text, x.text);
+        return Err(message(summary, &[is(x)], None));
     }
     Ok(x.shape.clone())
 }

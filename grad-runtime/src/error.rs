@@ -154,6 +154,9 @@ pub enum ErrorKind {
     /// [`Tape::set_value`](crate::Tape::set_value) was given an op's
     /// result: only leaves (parameters, buffers, constants) can be written.
     NotALeaf,
+    /// Batch norm's running statistics must be buffers or constants: the
+    /// op writes them in training, so they may carry no gradient.
+    NotABuffer,
     /// A parameter received a gradient but is registered with no optimizer
     /// (nor frozen with [`Tape::freeze`](crate::Tape::freeze)): `name` is
     /// its tape position, `#index`.
@@ -372,6 +375,11 @@ impl fmt::Display for ErrorKind {
                 f,
                 "the Var is an op's result; only parameters, buffers and constants can be written \
                  (their values are inputs of the graph, an op's is computed from them)"
+            ),
+            ErrorKind::NotABuffer => write!(
+                f,
+                "the running statistics must be buffers (tape.buffer) or constants: they are written in training, \
+                 so they cannot be parameters or an op's result"
             ),
             ErrorKind::DuplicateName { name } => write!(f, "two parameters are named `{name}`"),
             ErrorKind::UnregisteredParameter { name } => write!(

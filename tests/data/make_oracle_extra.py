@@ -173,6 +173,37 @@ for axis in (0, -1):
          lambda x, a=axis: torch.cumsum(x, dim=a))
 case("cumsum_3d_axis1", "cumsum", {"axis": 1}, [("x", randn(2, 3, 4), True)], lambda x: torch.cumsum(x, dim=1))
 
+
+# Stop-gradient: x · stop(x) · y.
+case("mul_detach", "mul_detach", {}, [("x", randn(3, 4), True), ("y", randn(3, 4), True)],
+     lambda x, y: x * x.detach() * y)
+
+
+def batch_norm_case(name, shape, train):
+    """Batch norm with its running statistics as constant inputs; the
+    statistics after the call (updated in training) are in the args."""
+    c = shape[1]
+    x, gamma, beta = randn(*shape), randn(c), randn(c)
+    mean, var = randn(c) * 0.1, torch.rand(c, dtype=DT) + 0.5
+    after_mean, after_var = mean.clone(), var.clone()
+    F.batch_norm(x, after_mean, after_var, gamma, beta, training=train, momentum=0.1, eps=1e-5)
+    args = {"train": train, "momentum": 0.1, "eps": 1e-5,
+            "running_mean_after": after_mean.tolist(), "running_var_after": after_var.tolist()}
+    case(name, "batch_norm", args,
+         [("x", x, True), ("running_mean", mean, False), ("running_var", var, False), ("gamma", gamma, True),
+          ("beta", beta, True)],
+         lambda x, m, v, g, b: F.batch_norm(x, m.clone(), v.clone(), g, b, training=train, momentum=0.1, eps=1e-5))
+
+
+batch_norm_case("batch_norm_train_4d", (4, 3, 2, 5), True)
+batch_norm_case("batch_norm_eval_4d", (4, 3, 2, 5), False)
+batch_norm_case("batch_norm_train_2d", (6, 4), True)
+for name, shape, groups in (("group_norm_4d", (2, 6, 3, 2), 3), ("group_norm_2d", (3, 4), 2),
+                            ("group_norm_one_group", (2, 4, 5), 1)):
+    case(name, "group_norm", {"groups": groups, "eps": 1e-5},
+         [("x", randn(*shape), True), ("gamma", randn(shape[1]), True), ("beta", randn(shape[1]), True)],
+         lambda x, g, b, n=groups: F.group_norm(x, n, g, b, 1e-5))
+
 doc = {
     "format": "autodiff-oracle/1",
     "set": "extra",

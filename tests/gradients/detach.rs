@@ -7,6 +7,17 @@ use grad_runtime::*;
 use ndarray::array;
 
 use crate::common::Rng;
+use crate::oracle::Case;
+
+/// The oracle cases of this module's op: `x · stop(x) · y`.
+pub fn replay(case: &Case, tp: &mut Tape<f64>) -> Option<Var> {
+    (case.op() == "mul_detach").then(|| {
+        let (x, y) = (case.x(0), case.x(1));
+        let fixed = g_detach(tp, x);
+        let xx = g_mul(tp, x, fixed);
+        g_mul(tp, xx, y)
+    })
+}
 
 #[test]
 fn detach_copies_the_value_and_passes_no_gradient() {

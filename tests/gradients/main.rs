@@ -7,6 +7,7 @@
 mod common;
 
 mod arithmetic;
+mod batch_norm;
 mod conv;
 mod cross_entropy;
 mod cumsum;
@@ -15,6 +16,7 @@ mod detach;
 mod dropout;
 mod embedding;
 mod fused;
+mod group_norm;
 mod index;
 mod layer_norm;
 mod layout;

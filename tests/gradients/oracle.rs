@@ -7,8 +7,9 @@
 //! - `oracle_cases.json`: the project's shared oracle, every seed op. Its
 //!   optimizer cases (kind "optim") are replayed by `tests/optim_oracle.rs`.
 //! - `oracle_extra.json`: the ops the shared file does not cover (max, min,
-//!   activations, embedding, batched matmul, layer_norm, a transformer MLP
-//!   block), written by `tests/data/make_oracle_extra.py` with PyTorch.
+//!   activations, embedding, batched matmul, layer_norm, batch and group
+//!   norm, detach, a transformer MLP block), written by
+//!   `tests/data/make_oracle_extra.py` with PyTorch.
 
 use grad_runtime::*;
 use ndarray::{ArrayD, IxDyn};
@@ -21,7 +22,7 @@ const ATOL: f64 = 1e-12;
 type Replay = fn(&Case, &mut Tape<f64>) -> Option<Var>;
 
 /// Every tested module's `replay`.
-const REPLAYS: [Replay; 14] = [
+const REPLAYS: [Replay; 17] = [
     super::arithmetic::replay,
     super::unary::replay,
     super::reduce::replay,
@@ -32,11 +33,14 @@ const REPLAYS: [Replay; 14] = [
     super::cross_entropy::replay,
     super::embedding::replay,
     super::layer_norm::replay,
+    super::batch_norm::replay,
+    super::group_norm::replay,
     super::conv::replay,
     // Indexing and masking (issue 13).
     super::index::replay,
     super::select::replay,
     super::cumsum::replay,
+    super::detach::replay,
 ];
 
 /// One oracle case with its inputs on a tape, as a module's `replay` reads it.
@@ -100,6 +104,13 @@ impl Case<'_> {
         let list =
             self.args()[name].as_array().unwrap_or_else(|| panic!("{}: argument `{name}` is not a list", self.name()));
         list.iter().map(|d| d.as_u64().unwrap() as usize).collect()
+    }
+
+    /// The list-of-numbers argument `name`.
+    pub fn floats(&self, name: &str) -> Vec<f64> {
+        let list =
+            self.args()[name].as_array().unwrap_or_else(|| panic!("{}: argument `{name}` is not a list", self.name()));
+        list.iter().map(|d| d.as_f64().unwrap()).collect()
     }
 
     fn args(&self) -> &Value {

@@ -9,6 +9,8 @@
 //! | [`Linear`] | `weight [in, out]`, `bias [out]` | `x @ weight + bias`, any leading dims |
 //! | [`Embedding`] | `weight [vocab, dim]` | rows of `weight` for token ids |
 //! | [`LayerNorm`] | `weight [dim]`, `bias [dim]` | normalises the last axis |
+//! | [`BatchNorm2d`] | `weight [C]`, `bias [C]`; buffers `running_mean`, `running_var`, `num_batches_tracked` | normalises each channel over the batch (`train`) or by the running statistics |
+//! | [`GroupNorm`] | `weight [C]`, `bias [C]` | normalises each sample over blocks of channels |
 //! | [`Mlp`] | `layers.0`, `layers.1`, ... (each a `Linear`) | `Linear`s with relu between |
 //! | [`MultiHeadAttention`] | `query`, `key`, `value`, `out` (each a `Linear`) | scaled dot-product attention over `[B, T, D]`, optionally causal |
 //!
@@ -53,13 +55,17 @@
 //! ```
 
 mod attention;
+mod batch_norm;
 mod embedding;
+mod group_norm;
 mod layer_norm;
 mod linear;
 mod mlp;
 
 pub use attention::MultiHeadAttention;
+pub use batch_norm::BatchNorm2d;
 pub use embedding::Embedding;
+pub use group_norm::GroupNorm;
 pub use layer_norm::LayerNorm;
 pub use linear::Linear;
 pub use mlp::Mlp;

@@ -34,6 +34,7 @@
 
 pub(crate) mod arithmetic;
 pub(crate) mod axis;
+pub(crate) mod batch_norm;
 pub(crate) mod conv;
 pub(crate) mod cross_entropy;
 pub(crate) mod cumsum;
@@ -42,11 +43,13 @@ pub(crate) mod detach;
 pub(crate) mod dropout;
 pub(crate) mod embedding;
 pub(crate) mod fused;
+pub(crate) mod group_norm;
 pub(crate) mod index;
 pub(crate) mod layer_norm;
 pub(crate) mod layout;
 pub(crate) mod matmul;
 pub(crate) mod mse;
+pub(crate) mod normalize;
 pub(crate) mod pool;
 pub(crate) mod reduce;
 pub(crate) mod select;
@@ -81,6 +84,8 @@ export_ops! {
     cross_entropy::{g_cross_entropy},
     embedding::{g_embedding},
     layer_norm::{g_layer_norm},
+    batch_norm::{g_batch_norm},
+    group_norm::{g_group_norm},
     dropout::{g_dropout},
     conv::{g_conv2d},
     pool::{g_max_pool2d, g_avg_pool2d},
@@ -170,6 +175,23 @@ pub(crate) enum Op<T: 'static> {
         gamma: NodeId,
         beta: NodeId,
         eps: T,
+    },
+    /// `stats`: each channel's mean, then its `1 / √(var + eps)` (the
+    /// batch's in training, the running ones in evaluation).
+    BatchNorm {
+        x: NodeId,
+        gamma: NodeId,
+        beta: NodeId,
+        stats: Vec<T>,
+        train: bool,
+    },
+    /// `stats`: each (sample, group)'s mean, then its `1 / √(var + eps)`.
+    GroupNorm {
+        x: NodeId,
+        gamma: NodeId,
+        beta: NodeId,
+        groups: usize,
+        stats: Vec<T>,
     },
     Conv2d {
         x: NodeId,
@@ -269,7 +291,9 @@ impl<T: Float> Op<T> {
             | Op::Bmm(a, b)
             | Op::Concat { a, b, .. }
             | Op::Mse(a, b) => [Some(a), Some(b), None],
-            Op::LayerNorm { x, gamma, beta, .. } => [Some(x), Some(gamma), Some(beta)],
+            Op::LayerNorm { x, gamma, beta, .. }
+            | Op::BatchNorm { x, gamma, beta, .. }
+            | Op::GroupNorm { x, gamma, beta, .. } => [Some(x), Some(gamma), Some(beta)],
             Op::Conv2d { x, w, b, .. } => [Some(x), Some(w), b],
             Op::Where { mask, a, b } => [Some(mask), Some(a), Some(b)],
         }
@@ -305,6 +329,8 @@ impl<T: Float> Op<T> {
             Op::CrossEntropy { .. } => "g_cross_entropy",
             Op::Embedding { .. } => "g_embedding",
             Op::LayerNorm { .. } => "g_layer_norm",
+            Op::BatchNorm { .. } => "g_batch_norm",
+            Op::GroupNorm { .. } => "g_group_norm",
             Op::Conv2d { .. } => "g_conv2d",
             Op::MaxPool2d { .. } => "g_max_pool2d",
             Op::AvgPool2d { .. } => "g_avg_pool2d",
@@ -346,6 +372,12 @@ impl<T: Float> Op<T> {
             Op::CrossEntropy { logits, ref targets } => cross_entropy::cross_entropy_backward(sink, g, logits, targets),
             Op::Embedding { table, ref ids } => embedding::embedding_backward(sink, g, table, ids),
             Op::LayerNorm { x, gamma, beta, eps } => layer_norm::layer_norm_backward(sink, g, [x, gamma, beta], eps),
+            Op::BatchNorm { x, gamma, beta, ref stats, train } => {
+                batch_norm::batch_norm_backward(sink, g, [x, gamma, beta], stats, train)
+            }
+            Op::GroupNorm { x, gamma, beta, groups, ref stats } => {
+                group_norm::group_norm_backward(sink, g, [x, gamma, beta], groups, stats)
+            }
             Op::Conv2d { x, w, b, spec } => conv::conv2d_backward(sink, g, x, w, b, spec),
             Op::MaxPool2d { x, spec } => pool::max_pool2d_backward(sink, g, x, spec),
             Op::AvgPool2d { x, spec } => pool::avg_pool2d_backward(sink, g, x, spec),
@@ -359,8 +391,9 @@ impl<T: Float> Op<T> {
     }
 
     /// The pooled buffers a dropped node hands back to the tape: an
-    /// integer payload (class targets, embedding ids, a fused node's
-    /// inputs) for the index pool, and a fused node's scalars.
+    /// integer payload (class targets, embedding ids, a fused or custom
+    /// node's inputs) for the index pool, and a fused node's scalars or a
+    /// normalisation's statistics.
     pub(crate) fn into_buffers(self) -> (Option<Vec<usize>>, Option<Vec<T>>) {
         match self {
             Op::CrossEntropy { targets: indices, .. }
@@ -372,6 +405,7 @@ impl<T: Float> Op<T> {
                 let (inputs, scalars) = node.into_buffers();
                 (inputs, Some(scalars))
             }
+            Op::BatchNorm { stats, .. } | Op::GroupNorm { stats, .. } => (None, Some(stats)),
             Op::Param
             | Op::Constant
             | Op::Buffer

@@ -53,4 +53,25 @@ impl<T: Float> Tape<T> {
         self.recycle(old);
         Ok(())
     }
+
+    /// Adds one to a one-element buffer (batch norm's
+    /// `num_batches_tracked`) in place, with no allocation; a bad handle,
+    /// or a counter that is not a one-element buffer, poisons the tape
+    /// naming `op`.
+    #[track_caller]
+    pub(crate) fn count_batch(&mut self, op: &'static str, counter: Var) {
+        let location = Location::caller();
+        let id = match self.check(counter) {
+            Ok(id) => id,
+            Err(kind) => return self.record(GradError::new(op, kind, Vec::new(), location)),
+        };
+        let is_buffer = matches!(self.nodes[id].op, crate::ops::Op::Buffer);
+        match self.value_mut(id) {
+            [count] if is_buffer => *count += T::one(),
+            _ => {
+                let shapes = vec![self.shape(id).to_vec()];
+                self.record(GradError::new(op, ErrorKind::NotABuffer, shapes, location));
+            }
+        }
+    }
 }
