@@ -1,5 +1,6 @@
 //! A gradient check: backward's gradients of any function of [`Var`]s
-//! against central finite differences, in `f64`.
+//! against central finite differences, in `f64`, and the same check of
+//! the gradient [`Tape::grad_graph`] records (second order).
 //!
 //! [`GradCheck::run`] builds the function on a fresh `f64` tape with the
 //! given inputs as parameters and runs backward: seeded with 1 for a
@@ -119,6 +120,9 @@ pub enum GradCheckError {
     NonFinite(Element),
     /// An element's derivatives disagree beyond the tolerance.
     Mismatch(Element),
+    /// The gradient `grad_graph` recorded (`analytic`) differs from the
+    /// one `backward` computed (`numeric`) at this element.
+    RecordedGradient(Element),
     /// There is nothing to check: no input holds an element.
     NoElements,
 }
@@ -187,6 +191,91 @@ impl GradCheck {
         worst.map(|worst| Report { checked, worst }).ok_or(GradCheckError::NoElements)
     }
 
+    /// The second-order check (PyTorch's `gradgradcheck`): the gradient
+    /// [`Tape::grad_graph`] records for `f` must equal, element by element
+    /// within the tolerance, the gradient `backward` computes (itself
+    /// checked by [`run`](GradCheck::run) first), and is then checked by
+    /// `run` against central differences of its own values. A non-scalar
+    /// output is projected on a random cotangent, and the recorded
+    /// gradients on random weights, so one scalar covers every second
+    /// derivative's direction. The report is the second-order one.
+    ///
+    /// ```
+    /// use grad_runtime::check::GradCheck;
+    /// use grad_runtime::{g_matmul, g_tanh};
+    /// use grad_runtime::ndarray::array;
+    ///
+    /// let inputs = [array![[0.5, -1.0], [0.3, 0.2]].into_dyn(), array![[1.0], [-2.0]].into_dyn()];
+    /// let report = GradCheck::new().run_second_order(
+    ///     |tape, x| {
+    ///         let p = g_matmul(tape, x[0], x[1]);
+    ///         g_tanh(tape, p)
+    ///     },
+    ///     &inputs,
+    /// )?;
+    /// assert_eq!(report.checked, 6);
+    /// # Ok::<(), grad_runtime::check::GradCheckError>(())
+    /// ```
+    pub fn run_second_order<F>(&self, f: F, inputs: &[ArrayD<f64>]) -> Result<Report, GradCheckError>
+    where
+        F: Fn(&mut Tape<f64>, &[Var]) -> Var,
+    {
+        let seed = self.seed;
+        let scalar_of = |tape: &mut Tape<f64>, xs: &[Var]| -> Var {
+            let out = f(tape, xs);
+            let Ok(value) = tape.try_value(out) else { return out };
+            let shape = value.shape().to_vec();
+            if shape.iter().product::<usize>() == 1 { out } else { project(tape, out, &shape, seed ^ 0x5eed) }
+        };
+        self.run(scalar_of, inputs)?;
+        self.recorded_matches_backward(&scalar_of, inputs)?;
+        let gradient_projected = move |tape: &mut Tape<f64>, xs: &[Var]| -> Var {
+            let y = scalar_of(tape, xs);
+            let grads = match tape.grad_graph(y, xs) {
+                Ok(grads) => grads,
+                Err(error) => {
+                    tape.poison(error);
+                    return tape.constant(ndarray::arr0(0.0));
+                }
+            };
+            let mut total: Option<Var> = None;
+            for (k, g) in grads.into_iter().enumerate() {
+                let shape = tape.value(g).shape().to_vec();
+                let term = project(tape, g, &shape, seed.wrapping_add(k as u64 + 1));
+                total = Some(match total {
+                    Some(sum) => crate::g_add(tape, sum, term),
+                    None => term,
+                });
+            }
+            total.unwrap_or_else(|| tape.constant(ndarray::arr0(0.0)))
+        };
+        self.run(gradient_projected, inputs)
+    }
+
+    /// `grad_graph`'s values against `backward`'s gradients of the scalar
+    /// `f`, at the inputs.
+    fn recorded_matches_backward<F>(&self, f: &F, inputs: &[ArrayD<f64>]) -> Result<(), GradCheckError>
+    where
+        F: Fn(&mut Tape<f64>, &[Var]) -> Var,
+    {
+        let mut tape = Tape::<f64>::new();
+        let vars: Vec<Var> = inputs.iter().map(|x| tape.param(x)).collect();
+        let y = f(&mut tape, &vars);
+        let recorded = tape.grad_graph(y, &vars).map_err(GradCheckError::Program)?;
+        tape.backward(y).map_err(GradCheckError::Program)?;
+        for (input, (&var, &g)) in vars.iter().zip(&recorded).enumerate() {
+            let (want, got) = (tape.grad(var).to_owned(), tape.value(g).to_owned());
+            for ((index, &numeric), &analytic) in want.indexed_iter().zip(got.iter()) {
+                let error = (analytic - numeric).abs() / (self.atol + self.rtol * numeric.abs());
+                if error > 1.0 || error.is_nan() {
+                    let element = Element { input, index: index.slice().to_vec(), analytic, numeric, error };
+                    return Err(GradCheckError::RecordedGradient(element));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The output's shape, the random cotangent and backward's gradient of
     /// every input.
     fn analytic<F>(&self, f: &F, inputs: &[ArrayD<f64>]) -> Result<Analytic, GradCheckError>
@@ -204,6 +293,15 @@ impl GradCheck {
         let grads = vars.iter().map(|&v| tape.grad(v).to_owned()).collect();
         Ok((shape, cotangent, grads))
     }
+}
+
+/// `sum(x · u)` for a random `u` of `shape` drawn from `seed` (the same
+/// `u` at every call).
+fn project(tape: &mut Tape<f64>, x: Var, shape: &[usize], seed: u64) -> Var {
+    let mut rng = Rng::new(seed);
+    let u = tape.constant(ArrayD::from_shape_fn(IxDyn(shape), |_| rng.normal()));
+    let xu = crate::g_mul(tape, x, u);
+    crate::g_sum(tape, xu)
 }
 
 /// The output's shape, the cotangent, and backward's gradient of each input.
@@ -251,6 +349,12 @@ impl fmt::Display for GradCheckError {
             GradCheckError::NonFinite(element) => write!(f, "not finite: {element}"),
             GradCheckError::Mismatch(element) => {
                 write!(f, "gradient mismatch: {element}, beyond the tolerance by a factor {:.3}", element.error)
+            }
+            GradCheckError::RecordedGradient(element) => {
+                write!(
+                    f,
+                    "grad_graph's gradient differs from backward's: {element} (first the recorded, then backward's)"
+                )
             }
             GradCheckError::NoElements => write!(f, "no input holds an element: nothing to check"),
         }

@@ -157,6 +157,10 @@ pub enum ErrorKind {
     /// Batch norm's running statistics must be buffers or constants: the
     /// op writes them in training, so they may carry no gradient.
     NotABuffer,
+    /// [`Tape::grad_graph`](crate::Tape::grad_graph) met an op whose
+    /// backward is not written as tape ops, so it cannot be differentiated
+    /// again: `op` names it.
+    NoGraphBackward { op: &'static str },
     /// A parameter received a gradient but is registered with no optimizer
     /// (nor frozen with [`Tape::freeze`](crate::Tape::freeze)): `name` is
     /// its tape position, `#index`.
@@ -380,6 +384,11 @@ impl fmt::Display for ErrorKind {
                 f,
                 "the running statistics must be buffers (tape.buffer) or constants: they are written in training, \
                  so they cannot be parameters or an op's result"
+            ),
+            ErrorKind::NoGraphBackward { op } => write!(
+                f,
+                "the gradient passes through {op}, whose backward is not yet written as tape ops, so it cannot be \
+                 recorded for differentiating again (tape.backward still differentiates it once)"
             ),
             ErrorKind::DuplicateName { name } => write!(f, "two parameters are named `{name}`"),
             ErrorKind::UnregisteredParameter { name } => write!(

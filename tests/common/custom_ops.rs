@@ -63,6 +63,11 @@ impl<T: Float> CustomOp<T> for StableSoftplus {
             })
         });
     }
+    /// The same derivative as tape ops, so that `grad_graph` goes through it.
+    fn backward_graph(&self, tape: &mut Tape<T>, inputs: &[Var], _: Var, g: Var) -> Option<Vec<Option<Var>>> {
+        let s = grad_runtime::g_sigmoid(tape, inputs[0]);
+        Some(vec![Some(grad_runtime::g_mul(tape, g, s))])
+    }
 }
 
 /// `x · y + z` on three tensors of one shape.

@@ -148,6 +148,17 @@ pub fn check_finite_differences(name: &str, program: Program<'_>, inputs: &[Arra
     }
 }
 
+/// The second-order check: the gradient `grad_graph` records for
+/// `program`, checked like [`check_finite_differences`] against central
+/// differences of its own values (projected on random weights).
+pub fn check_second_order(name: &str, program: Program<'_>, inputs: &[ArrayD<f64>], seed: u64) -> f64 {
+    let check = grad_runtime::check::GradCheck::new().atol(1e-6).rtol(1e-6).seed(seed);
+    match check.run_second_order(program, inputs) {
+        Ok(report) => (report.worst.analytic - report.worst.numeric).abs(),
+        Err(error) => panic!("{name} (second order): {error}"),
+    }
+}
+
 /// Asserts `|got - want| <= atol + rtol * |want|` elementwise, with the same shape.
 pub fn assert_close(what: &str, got: &ArrayD<f64>, want: &ArrayD<f64>, rtol: f64, atol: f64) {
     assert_eq!(got.shape(), want.shape(), "{what}: shape");

@@ -270,3 +270,29 @@ fn an_op_with_settings_is_shared_through_an_arc() {
     assert_eq!(tape.grad(x), array![9.0, 9.0].into_dyn());
     assert_eq!(Arc::strong_count(&op), 3, "one per node, no copy of the op");
 }
+
+#[test]
+fn a_custom_op_with_a_graph_backward_is_differentiated_twice() {
+    // softplus'' = sigmoid (1 − sigmoid), through the op's backward_graph.
+    let x0 = array![0.0, 1.5, -2.0].into_dyn();
+    crate::common::check_second_order(
+        "stable_softplus",
+        &|tape, v| {
+            let y = stable_softplus(tape, v[0]);
+            let t = g_tanh(tape, y);
+            g_mul(tape, t, y)
+        },
+        std::slice::from_ref(&x0),
+        8,
+    );
+    let mut tape = Tape::<f64>::new();
+    let x = tape.param(&x0);
+    let y = stable_softplus(&mut tape, x);
+    let y = g_sum(&mut tape, y);
+    let d = tape.grad_graph(y, &[x]).unwrap()[0];
+    let d = g_sum(&mut tape, d);
+    let dd = tape.grad_graph(d, &[x]).unwrap()[0];
+    let sigmoid = |v: f64| 1.0 / (1.0 + (-v).exp());
+    let want = x0.mapv(|v| sigmoid(v) * (1.0 - sigmoid(v)));
+    crate::common::assert_close("softplus''", &tape.value(dd).to_owned(), &want, 1e-15, 1e-16);
+}

@@ -24,6 +24,7 @@ mod matmul;
 mod mse;
 mod oracle;
 mod reduce;
+mod second_order;
 mod select;
 mod softmax;
 mod unary;

@@ -65,7 +65,7 @@ use crate::{Float, Tape, Var};
 /// settings chosen at run time is kept in an `Arc` (by the model, say)
 /// and passed as a clone of it: `g_custom(tape, op.clone(), &[x])`
 /// allocates nothing.
-pub trait CustomOp<T>: Send + Sync + 'static {
+pub trait CustomOp<T: Float>: Send + Sync + 'static {
     /// The op's name, as errors, anomaly mode and the tape's listing give it.
     fn name(&self) -> &'static str;
 
@@ -91,11 +91,23 @@ pub trait CustomOp<T>: Send + Sync + 'static {
         grad: ArrayViewD<'_, T>,
         grads: &mut InputGrads<'_, '_, T>,
     );
+
+    /// The backward written with tape ops (`g_*` calls on `tape`), so that
+    /// it is differentiable again: what [`Tape::grad_graph`] records for
+    /// the op. `inputs` are the op's inputs, `out` its value and `grad`
+    /// the gradient in it; the result has one entry per input, `None` for
+    /// an input that gets no gradient. The default, `None`, says the op
+    /// has no such form: `grad_graph` through it is then an error naming
+    /// the op (`backward` is unaffected).
+    fn backward_graph(&self, tape: &mut Tape<T>, inputs: &[Var], out: Var, grad: Var) -> Option<Vec<Option<Var>>> {
+        let _ = (tape, inputs, out, grad);
+        None
+    }
 }
 
 /// The inputs of a custom op, in the order they were passed: each one's
 /// value, shape and row-major elements, borrowed from the tape.
-pub struct Inputs<'a, T: 'static> {
+pub struct Inputs<'a, T: Float> {
     nodes: &'a [Node<T>],
     ids: &'a [NodeId],
 }
@@ -128,7 +140,7 @@ impl<'a, T: Float> Inputs<'a, T> {
 }
 
 /// Where a custom op's backward puts the gradients of its inputs.
-pub struct InputGrads<'s, 'a, T: 'static> {
+pub struct InputGrads<'s, 'a, T: Float> {
     sink: &'s mut GradSink<'a, T>,
     ids: &'s [NodeId],
 }
@@ -156,14 +168,14 @@ impl<T: Float> InputGrads<'_, '_, T> {
 
 /// A custom op as a node holds it: a `'static` reference or a shared one.
 #[derive(Clone)]
-pub enum CustomRef<T: 'static> {
+pub enum CustomRef<T: Float> {
     /// A reference that lives for the whole program (a unit struct, a `static`).
     Static(&'static dyn CustomOp<T>),
     /// A shared op (settings chosen at run time).
     Shared(Arc<dyn CustomOp<T>>),
 }
 
-impl<T> CustomRef<T> {
+impl<T: Float> CustomRef<T> {
     fn get(&self) -> &dyn CustomOp<T> {
         match self {
             CustomRef::Static(op) => *op,
@@ -186,18 +198,29 @@ impl<T: Float, O: CustomOp<T>> From<Arc<O>> for CustomRef<T> {
 
 /// A custom op's node: the op and its inputs (a pooled buffer).
 #[derive(Clone)]
-pub(crate) struct Custom<T: 'static> {
+pub(crate) struct Custom<T: Float> {
     op: CustomRef<T>,
     pub(crate) inputs: Vec<NodeId>,
 }
 
-impl<T> Custom<T> {
+impl<T: Float> Custom<T> {
     pub(crate) fn name(&self) -> &'static str {
         self.op.get().name()
     }
+
+    /// The op's backward as tape ops, if it has that form.
+    pub(crate) fn backward_graph(
+        &self,
+        tp: &mut Tape<T>,
+        inputs: &[Var],
+        out: Var,
+        g: Var,
+    ) -> Option<Vec<Option<Var>>> {
+        self.op.get().backward_graph(tp, inputs, out, g)
+    }
 }
 
-impl<T> fmt::Debug for Custom<T> {
+impl<T: Float> fmt::Debug for Custom<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Custom").field("name", &self.name()).field("inputs", &self.inputs).finish()
     }

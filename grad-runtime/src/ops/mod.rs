@@ -34,6 +34,7 @@
 
 pub(crate) mod arithmetic;
 pub(crate) mod axis;
+pub(crate) mod backward_graph;
 pub(crate) mod batch_norm;
 pub(crate) mod conv;
 pub(crate) mod cross_entropy;
@@ -110,7 +111,7 @@ use unary::Unary;
 /// The op that made a node, with its inputs and whatever its backward rule
 /// needs beyond the input and output values.
 #[derive(Clone, Debug)]
-pub(crate) enum Op<T: 'static> {
+pub(crate) enum Op<T: Float> {
     Param,
     Constant,
     /// A non-trainable tensor a model owns (`Tape::buffer`): a leaf like a constant.

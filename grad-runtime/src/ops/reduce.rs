@@ -226,7 +226,7 @@ impl Reduction {
         }
     }
 
-    fn op<T>(self, x: NodeId, axis: usize) -> Op<T> {
+    fn op<T: Float>(self, x: NodeId, axis: usize) -> Op<T> {
         match self {
             Reduction::Sum => Op::SumAxis { x, axis },
             Reduction::Mean => Op::MeanAxis { x, axis },
@@ -301,13 +301,13 @@ fn sum_lanes<T: Float>(x: &[T], lanes: AxisLanes, out: &mut [T], scale: T) {
 
 /// The position along the lane of its maximum: the first among ties, the
 /// first NaN if there is one.
-fn argmax_lane<T: Float>(x: &[T], lanes: AxisLanes, start: usize) -> usize {
+pub(crate) fn argmax_lane<T: Float>(x: &[T], lanes: AxisLanes, start: usize) -> usize {
     arg_extreme_lane(x, lanes, start, |v, best| v > best)
 }
 
 /// The position along the lane of its minimum: the first among ties, the
 /// first NaN if there is one.
-fn argmin_lane<T: Float>(x: &[T], lanes: AxisLanes, start: usize) -> usize {
+pub(crate) fn argmin_lane<T: Float>(x: &[T], lanes: AxisLanes, start: usize) -> usize {
     arg_extreme_lane(x, lanes, start, |v, best| v < best)
 }
 

@@ -11,7 +11,7 @@ use crate::{Float, parallel, simd};
 /// The view of the tape a backward rule gets: every node's value (read) and
 /// the gradient slots of the nodes before the rule's own (summed into: a
 /// node's inputs come before it), plus the buffer pool for scratch space.
-pub(crate) struct GradSink<'a, T: 'static> {
+pub(crate) struct GradSink<'a, T: Float> {
     nodes: &'a [Node<T>],
     grads: &'a mut [GradSlot<T>],
     pool: &'a mut BufferPool<T>,

@@ -287,6 +287,13 @@ macro_rules! with_function {
     };
 }
 
+impl<T: Float> Unary<T> {
+    /// The function's derivative at `x`, as the backward rule computes it.
+    pub(crate) fn df_at(self, x: T) -> T {
+        with_function!(self, f => f.df(x, f.f(x)))
+    }
+}
+
 fn forward<T: Float>(f: impl Elementwise<T>, x: &[T], out: &mut [T]) {
     parallel::for_each_chunk(out, |offset, out| forward_chunk(&f, &x[offset..], out));
 }

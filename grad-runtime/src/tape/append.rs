@@ -1,6 +1,6 @@
 //! Appending a node to the arena without first building it on the stack.
 //!
-//! `nodes.push(Node { .. })` assembles the 152-byte node in a stack slot,
+//! `nodes.push(Node { .. })` assembles the 144-byte node in a stack slot,
 //! field by field, and then copies the slot into the vector with `memcpy`.
 //! That copy reads the slot back with 64-byte loads a few instructions after
 //! the narrower stores that filled it, before the CPU has committed them:
@@ -20,6 +20,7 @@
 #![allow(unsafe_code)]
 
 use super::Node;
+use crate::Float;
 use crate::ops::Op;
 use crate::tensor::Tensor;
 
@@ -29,7 +30,13 @@ const _: fn(Node<f32>) = |Node { op: _, value: _, generation: _, requires_grad: 
 
 /// Appends the node `{ op, value, generation, requires_grad }` to `nodes`.
 #[inline(always)]
-pub(super) fn append<T>(nodes: &mut Vec<Node<T>>, op: Op<T>, value: Tensor<T>, generation: u64, requires_grad: bool) {
+pub(super) fn append<T: Float>(
+    nodes: &mut Vec<Node<T>>,
+    op: Op<T>,
+    value: Tensor<T>,
+    generation: u64,
+    requires_grad: bool,
+) {
     nodes.reserve(1);
     let len = nodes.len();
     let slot = nodes.spare_capacity_mut()[0].as_mut_ptr();

@@ -8,6 +8,7 @@
 mod anomaly;
 mod append;
 mod backward;
+mod grad_graph;
 mod grad_slot;
 mod read;
 mod write;
@@ -36,7 +37,7 @@ pub(crate) type NodeId = usize;
 /// Tape ids: a `u64` never wraps, so two tapes never share an id (see [`Var`]).
 static NEXT_TAPE_ID: AtomicU64 = AtomicU64::new(1);
 
-pub(crate) struct Node<T: 'static> {
+pub(crate) struct Node<T: Float> {
     op: Op<T>,
     pub(crate) value: Tensor<T>,
     /// The tape's generation when the node was made; a `Var` must match it.
@@ -81,7 +82,7 @@ pub struct Tape<T: Float = f32> {
     /// Where each node's op was called: what anomaly mode names when a
     /// node's backward rule makes a gradient non-finite. Beside `nodes`,
     /// not in `Node`: every op moves a `Node` into the arena, and W2
-    /// measured each added byte. (A `Node<f32>` is 152 bytes, moved by a
+    /// measured each added byte. (A `Node<f32>` is 144 bytes, moved by a
     /// `memcpy` call; under 128 it would be moved inline.)
     locations: Vec<&'static Location<'static>>,
     /// A gradient slot per node, apart from `nodes` so that backward can
@@ -250,7 +251,7 @@ impl<T: Float> Tape<T> {
         }
         let keep = mark.len();
         // Each node's buffers are taken where it lies: moved out whole by
-        // `drain`, the 152-byte node was copied to the stack and read back
+        // `drain`, the 144-byte node was copied to the stack and read back
         // before the copy's wide stores had landed (perf: 45% of `reset_to`
         // in W2 as `g_*` calls; see `append.rs`).
         for node in &mut self.nodes[keep..] {

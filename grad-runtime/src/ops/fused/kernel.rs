@@ -7,14 +7,16 @@ use std::panic::Location;
 
 use ndarray::{Dimension, IxDyn};
 
+use super::check::Scalars;
 use super::loops::{self, Input, Source};
 use super::plan::{self, Step, StepOp};
-use super::{Fused, SCALAR_LEAF};
-use crate::Float;
+use super::{Fused, SCALAR_LEAF, unfused};
 use crate::broadcast::{broadcast_shapes, reduce_into};
+use crate::dsl::Operand;
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
 use crate::tensor::{Tensor, TensorRef};
+use crate::{Float, Tape, Var};
 
 /// A fused region of `grad!`: `N` inputs, `P` run-time scalar parameters
 /// (numbers written in the region are constants of its code), the
@@ -95,6 +97,33 @@ pub(crate) fn backward<T: Float, K: Kernel<T, N, P>, const N: usize, const P: us
 /// Rust scalar as a one-element input of shape `[]`) written to `inputs`:
 /// in place, as returning them would copy them back at once from where
 /// they were just written, a stall on every node (see `tape/append.rs`).
+/// Kernel `K`'s region recorded again as the unfused ops, from a fused
+/// node's leaves and scalars: the root of those ops, whose value is the
+/// node's (the kernels compute what the unfused ops compute). What
+/// `Tape::grad_graph` differentiates for a fused node.
+pub(crate) fn replay<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize>(
+    tp: &mut Tape<T>,
+    node: &Fused<T>,
+) -> Option<Var> {
+    if node.leaves().len() != N || node.scalars.len() < P {
+        return None;
+    }
+    let params: [T; P] = std::array::from_fn(|k| node.scalars[k]);
+    let mut next_scalar = P;
+    let mut leaves = [Operand::Scalar(T::zero()); N];
+    for (leaf, &id) in leaves.iter_mut().zip(node.leaves()) {
+        *leaf = if id == SCALAR_LEAF {
+            let s = *node.scalars.get(next_scalar)?;
+            next_scalar += 1;
+            Operand::Scalar(s)
+        } else {
+            Operand::Var(tp.var_at(id))
+        };
+    }
+    let scalars = Scalars { params: &params, constant: K::constant };
+    Some(unfused::run(tp, K::STEPS, &leaves, scalars))
+}
+
 fn node_inputs<'a, T: Float, const N: usize, const P: usize>(
     sink: &GradSink<'a, T>,
     node: &'a Fused<T>,

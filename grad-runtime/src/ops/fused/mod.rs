@@ -51,13 +51,33 @@ const SCALAR_LEAF: NodeId = NodeId::MAX;
 /// A fused node's backward rule: its kernel's [`kernel::backward`].
 type Backward<T> = fn(&mut GradSink<'_, T>, &TensorRef<'_, T>, &Tensor<T>, &Fused<T>);
 
+/// A fused node's region recorded again as the unfused ops (their root),
+/// for `Tape::grad_graph`: its kernel's [`kernel::replay`].
+type Replay<T> = fn(&mut Tape<T>, &Fused<T>) -> Option<Var>;
+
+/// What a fused node keeps of its kernel, one `static` per kernel: its
+/// name, its backward rule and its replay as unfused ops.
+pub(crate) struct Rules<T: Float> {
+    name: &'static str,
+    backward: Backward<T>,
+    replay: Replay<T>,
+}
+
+/// Where kernel `K`'s [`Rules`] live: an associated constant, borrowed for
+/// `'static` (a constant of plain data and function pointers).
+struct RulesOf<T, K, const N: usize, const P: usize>(std::marker::PhantomData<(T, K)>);
+
+impl<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize> RulesOf<T, K, N, P> {
+    const RULES: Rules<T> =
+        Rules { name: K::NAME, backward: kernel::backward::<T, K, N, P>, replay: kernel::replay::<T, K, N, P> };
+}
+
 /// A fused node: its kernel's name and backward rule, one entry per leaf
 /// (a node, or [`SCALAR_LEAF`]), and its scalars: the region's
 /// parameters, then the leaves that are Rust scalars, in leaf order.
 #[derive(Clone)]
-pub(crate) struct Fused<T: 'static> {
-    name: &'static str,
-    backward: Backward<T>,
+pub(crate) struct Fused<T: Float> {
+    rules: &'static Rules<T>,
     inputs: Inputs,
     scalars: Vec<T>,
 }
@@ -79,9 +99,16 @@ impl Inputs {
     }
 }
 
-impl<T> Fused<T> {
+impl<T: Float> Fused<T> {
     pub(crate) fn name(&self) -> &'static str {
-        self.name
+        self.rules.name
+    }
+
+    /// The region recorded again as its unfused ops, from the same leaves:
+    /// the root of those ops (the same value), or `None` for a node whose
+    /// record does not fit its kernel.
+    pub(crate) fn replay(&self, tp: &mut Tape<T>) -> Option<Var> {
+        (self.rules.replay)(tp, self)
     }
 
     /// One entry per leaf: a node, or `SCALAR_LEAF`.
@@ -103,9 +130,9 @@ impl<T> Fused<T> {
     }
 }
 
-impl<T: 'static> fmt::Debug for Fused<T> {
+impl<T: Float> fmt::Debug for Fused<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Fused").field("name", &self.name).field("inputs", &self.inputs).finish()
+        f.debug_struct("Fused").field("name", &self.rules.name).field("inputs", &self.inputs).finish()
     }
 }
 
@@ -152,7 +179,7 @@ pub fn fused<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize>(
     };
     // Made before the value, so that the stores that make it have landed
     // by the time `push` copies it (see `tape/append.rs`).
-    let op = Op::Fused(Fused { name: K::NAME, backward: kernel::backward::<T, K, N, P>, inputs, scalars });
+    let op = Op::Fused(Fused { rules: &RulesOf::<T, K, N, P>::RULES, inputs, scalars });
     // The region's last step is its root, where a failure is reported.
     let site = match K::SITES.last() {
         Some(&site) => site,
@@ -230,7 +257,7 @@ pub(crate) fn fused_backward<T: Float>(
     out: &Tensor<T>,
     node: &Fused<T>,
 ) {
-    (node.backward)(sink, g, out, node);
+    (node.rules.backward)(sink, g, out, node);
 }
 
 #[cfg(test)]

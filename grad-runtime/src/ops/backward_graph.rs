@@ -1,0 +1,405 @@
+//! Every backward rule written as tape ops, for [`Tape::grad_graph`]: one
+//! `match` over [`Op`], each arm the same gradient as the op's kernel rule
+//! beside its forward, built from `g_*` calls so that it is itself
+//! recorded and differentiable (to any order). Masks of piecewise-constant
+//! derivatives (relu, abs, clamp, max) are constants: their own derivative
+//! is zero.
+//!
+//! An op with no graph form (conv2d, pooling, batch and group norm,
+//! gather, index_select, a custom op without `backward_graph`) is refused
+//! by name: [`unsupported`] finds the built-ins before anything is
+//! recorded, and a custom op says so when asked.
+
+use ndarray::{ArrayD, Dimension, IxDyn};
+
+use crate::ops::Op;
+use crate::ops::axis::AxisLanes;
+use crate::ops::reduce::{argmax_lane, argmin_lane};
+use crate::ops::unary::Unary;
+use crate::tape::NodeId;
+use crate::*;
+
+/// Where a rule puts its contributions: `add(tape, input, gradient)`.
+pub(crate) type Sink<'a, T> = dyn FnMut(&mut Tape<T>, NodeId, Var) + 'a;
+
+/// The name of an op whose backward has no graph form, if `op` is one.
+pub(crate) fn unsupported<T: Float>(op: &Op<T>) -> Option<&'static str> {
+    match op {
+        Op::Conv2d { .. }
+        | Op::MaxPool2d { .. }
+        | Op::AvgPool2d { .. }
+        | Op::BatchNorm { .. }
+        | Op::GroupNorm { .. }
+        | Op::Gather { .. }
+        | Op::IndexSelect { .. } => Some(op.name()),
+        _ => None,
+    }
+}
+
+/// Records node `id`'s backward rule as ops: `g` is the gradient in the
+/// node's value; each input's share goes to `add`. A fused region is
+/// recorded again as its unfused ops; their root is returned so that the
+/// caller walks back through them (`Ok(Some(root))`), with `g` as its
+/// gradient. `Err` names an op whose backward has no graph form.
+pub(crate) fn backward<T: Float>(
+    tp: &mut Tape<T>,
+    op: &Op<T>,
+    id: NodeId,
+    g: Var,
+    add: &mut Sink<'_, T>,
+) -> Result<Option<Var>, &'static str> {
+    let out = tp.var_at(id);
+    let var = |tp: &Tape<T>, id: NodeId| tp.var_at(id);
+    match *op {
+        Op::Param | Op::Constant | Op::Buffer | Op::Detach => {}
+        Op::Add(a, b) => {
+            let (ga, gb) = (unbroadcast(tp, g, a), unbroadcast(tp, g, b));
+            add(tp, a, ga);
+            add(tp, b, gb);
+        }
+        Op::Sub(a, b) => {
+            let ga = unbroadcast(tp, g, a);
+            let negated = g_neg(tp, g);
+            let gb = unbroadcast(tp, negated, b);
+            add(tp, a, ga);
+            add(tp, b, gb);
+        }
+        Op::Mul(a, b) => {
+            let (va, vb) = (var(tp, a), var(tp, b));
+            let gb_ = g_mul(tp, g, vb);
+            let ga = unbroadcast(tp, gb_, a);
+            let ga_ = g_mul(tp, g, va);
+            let gb = unbroadcast(tp, ga_, b);
+            add(tp, a, ga);
+            add(tp, b, gb);
+        }
+        Op::Div(a, b) => {
+            // d(a / b)/da = 1 / b, d(a / b)/db = −(a / b) / b.
+            let vb = var(tp, b);
+            let over_b = g_div(tp, g, vb);
+            let ga = unbroadcast(tp, over_b, a);
+            let scaled = g_mul(tp, over_b, out);
+            let negated = g_neg(tp, scaled);
+            let gb = unbroadcast(tp, negated, b);
+            add(tp, a, ga);
+            add(tp, b, gb);
+        }
+        Op::Unary(x, function) => {
+            let gx = unary(tp, function, var(tp, x), out, g);
+            add(tp, x, gx);
+        }
+        Op::Sum(x) => {
+            let gx = expand(tp, g, x);
+            add(tp, x, gx);
+        }
+        Op::Mean(x) => {
+            let n = tp.value_of(x).len();
+            let scaled = g_muls(tp, g, T::one() / T::from_usize(n.max(1)));
+            let gx = expand(tp, scaled, x);
+            add(tp, x, gx);
+        }
+        Op::SumAxis { x, axis } | Op::MeanAxis { x, axis } => {
+            let kept = keep_axis(tp, g, x, axis);
+            let kept = if matches!(op, Op::MeanAxis { .. }) {
+                let n = tp.shape(x)[axis];
+                g_muls(tp, kept, T::one() / T::from_usize(n.max(1)))
+            } else {
+                kept
+            };
+            let gx = expand(tp, kept, x);
+            add(tp, x, gx);
+        }
+        Op::MaxAxis { x, axis } | Op::MinAxis { x, axis } => {
+            let choose = if matches!(op, Op::MaxAxis { .. }) { argmax_lane::<T> } else { argmin_lane::<T> };
+            let value = &tp.value_of(x);
+            let lanes = AxisLanes::new(value.shape(), axis);
+            let mut mask = ArrayD::<T>::zeros(value.shape.clone());
+            let flat = mask.as_slice_mut().expect("a new array is standard layout");
+            lanes.for_each(|_, start| flat[start + choose(&value.data, lanes, start) * lanes.inner] = T::one());
+            let mask = tp.constant(mask);
+            let kept = keep_axis(tp, g, x, axis);
+            let gx = g_mul(tp, kept, mask);
+            add(tp, x, gx);
+        }
+        Op::MatMul(a, b) | Op::Bmm(a, b) => {
+            let product = if matches!(op, Op::Bmm(..)) { g_bmm } else { g_matmul };
+            let (va, vb) = (var(tp, a), var(tp, b));
+            let bt = g_transpose(tp, vb);
+            let ga = product(tp, g, bt);
+            let ga = unbroadcast(tp, ga, a);
+            let at = g_transpose(tp, va);
+            let gb = product(tp, at, g);
+            let gb = unbroadcast(tp, gb, b);
+            add(tp, a, ga);
+            add(tp, b, gb);
+        }
+        Op::Transpose(x) => {
+            let gx = g_transpose(tp, g);
+            add(tp, x, gx);
+        }
+        Op::Reshape(x) => {
+            let shape = tp.shape(x).to_vec();
+            let gx = g_reshape(tp, g, &shape);
+            add(tp, x, gx);
+        }
+        Op::Slice { x, ref starts } => {
+            let gx = pad(tp, g, tp.shape(x).to_vec(), starts.slice());
+            add(tp, x, gx);
+        }
+        Op::Concat { a, b, axis } => {
+            let shape = tp.shape(out.index()).to_vec();
+            let split = tp.shape(a)[axis];
+            let mut stops = shape.clone();
+            stops[axis] = split;
+            let ga = g_slice(tp, g, &vec![0; shape.len()], &stops);
+            let mut starts = vec![0; shape.len()];
+            starts[axis] = split;
+            let gb = g_slice(tp, g, &starts, &shape);
+            add(tp, a, ga);
+            add(tp, b, gb);
+        }
+        Op::Softmax { x, axis } => {
+            // s · (g − Σ g · s).
+            let gs = g_mul(tp, g, out);
+            let total = g_sum_axis(tp, gs, axis as isize, true);
+            let spread = g_mul(tp, out, total);
+            let gx = g_sub(tp, gs, spread);
+            add(tp, x, gx);
+        }
+        Op::LogSoftmax { x, axis } => {
+            // g − softmax · Σ g.
+            let p = g_exp(tp, out);
+            let total = g_sum_axis(tp, g, axis as isize, true);
+            let spread = g_mul(tp, p, total);
+            let gx = g_sub(tp, g, spread);
+            add(tp, x, gx);
+        }
+        Op::Mse(y, t) => {
+            // g · 2 (y − t) / n to y, its negation to t.
+            let n = tp.value_of(y).len();
+            let (vy, vt) = (var(tp, y), var(tp, t));
+            let diff = g_sub(tp, vy, vt);
+            let scaled = g_muls(tp, diff, T::from_f64(2.0) / T::from_usize(n.max(1)));
+            let gy = g_mul(tp, scaled, g);
+            let gt = g_neg(tp, gy);
+            add(tp, y, gy);
+            add(tp, t, gt);
+        }
+        Op::CrossEntropy { logits, ref targets } => {
+            // g · (softmax(logits) − onehot(targets)) / n.
+            let shape = tp.shape(logits).to_vec();
+            let mut onehot = ArrayD::<T>::zeros(IxDyn(&shape));
+            for (row, &t) in targets.iter().enumerate() {
+                onehot[[row, t]] = T::one();
+            }
+            let onehot = tp.constant(onehot);
+            let p = g_softmax(tp, var(tp, logits), -1);
+            let diff = g_sub(tp, p, onehot);
+            let scaled = g_muls(tp, diff, T::one() / T::from_usize(targets.len().max(1)));
+            let gx = g_mul(tp, scaled, g);
+            add(tp, logits, gx);
+        }
+        Op::Embedding { table, ref ids } => {
+            // onehotᵀ · g: each row of g added to the row of its id.
+            let rows = tp.shape(table)[0];
+            let mut onehot = ArrayD::<T>::zeros(IxDyn(&[rows, ids.len()]));
+            for (k, &id) in ids.iter().enumerate() {
+                onehot[[id, k]] = T::one();
+            }
+            let onehot = tp.constant(onehot);
+            let gt = g_matmul(tp, onehot, g);
+            add(tp, table, gt);
+        }
+        Op::LayerNorm { x, gamma, beta, eps } => {
+            let (gx, g_gamma, g_beta) = layer_norm(tp, var(tp, x), var(tp, gamma), g, eps);
+            add(tp, x, gx);
+            add(tp, gamma, g_gamma);
+            add(tp, beta, g_beta);
+        }
+        Op::Where { mask, a, b } => {
+            let m = var(tp, mask);
+            let ga_ = g_mul(tp, g, m);
+            let ga = unbroadcast(tp, ga_, a);
+            let not_m = g_neg(tp, m);
+            let not_m = g_adds(tp, not_m, T::one());
+            let gb_ = g_mul(tp, g, not_m);
+            let gb = unbroadcast(tp, gb_, b);
+            add(tp, a, ga);
+            add(tp, b, gb);
+        }
+        Op::Cumsum { x, axis } => {
+            // The reverse running sum: Σ g − cumsum(g) + g.
+            let total = g_sum_axis(tp, g, axis as isize, true);
+            let running = g_cumsum(tp, g, axis as isize);
+            let before = g_sub(tp, total, running);
+            let gx = g_add(tp, before, g);
+            add(tp, x, gx);
+        }
+        Op::Fused(ref node) => return Ok(node.replay(tp)),
+        Op::Custom(ref node) => {
+            let inputs: Vec<Var> = node.inputs.iter().map(|&id| var(tp, id)).collect();
+            let grads = node.backward_graph(tp, &inputs, out, g).ok_or(node.name())?;
+            for (&x, gx) in node.inputs.iter().zip(grads) {
+                if let Some(gx) = gx {
+                    add(tp, x, gx);
+                }
+            }
+        }
+        Op::Conv2d { .. }
+        | Op::MaxPool2d { .. }
+        | Op::AvgPool2d { .. }
+        | Op::BatchNorm { .. }
+        | Op::GroupNorm { .. }
+        | Op::Gather { .. }
+        | Op::IndexSelect { .. } => return Err(op.name()),
+    }
+    Ok(None)
+}
+
+/// The gradient of a unary function of `x` (value `out`) from `g`.
+fn unary<T: Float>(tp: &mut Tape<T>, function: Unary<T>, x: Var, out: Var, g: Var) -> Var {
+    match function {
+        Unary::Neg => g_neg(tp, g),
+        Unary::AddScalar(_) => g,
+        Unary::MulScalar(s) => g_muls(tp, g, s),
+        // Piecewise-constant derivatives: a constant mask of the first-order
+        // rule's own values (so boundaries are treated as it treats them).
+        Unary::Relu | Unary::Abs | Unary::LeakyRelu(_) | Unary::Clamp(..) => {
+            let mask = tp.value_of(x.index()).view().mapv(|v| function.df_at(v));
+            let mask = tp.constant(mask);
+            g_mul(tp, g, mask)
+        }
+        Unary::Sigmoid => {
+            // g · y (1 − y).
+            let gy = g_mul(tp, g, out);
+            let gyy = g_mul(tp, gy, out);
+            g_sub(tp, gy, gyy)
+        }
+        Unary::Tanh => {
+            // g (1 − y²).
+            let gy = g_mul(tp, g, out);
+            let gyy = g_mul(tp, gy, out);
+            g_sub(tp, g, gyy)
+        }
+        Unary::Exp => g_mul(tp, g, out),
+        Unary::Log => g_div(tp, g, x),
+        Unary::Sqrt => {
+            let twice = g_add(tp, out, out);
+            g_div(tp, g, twice)
+        }
+        Unary::Pow(p) => {
+            let lower = g_pow(tp, x, p - T::one());
+            let d = g_muls(tp, lower, p);
+            g_mul(tp, g, d)
+        }
+        Unary::Gelu => {
+            // 0.5 (1 + t) + 0.5 x (1 − t²) k (1 + 3 c x²), t = tanh(k (x + c x³)).
+            let (k, c) = (T::from_f64(0.797_884_560_802_865_4), T::from_f64(0.044_715));
+            let half = T::from_f64(0.5);
+            let xx = g_mul(tp, x, x);
+            let xxx = g_mul(tp, xx, x);
+            let cubic = g_muls(tp, xxx, c);
+            let inner = g_add(tp, x, cubic);
+            let inner = g_muls(tp, inner, k);
+            let t = g_tanh(tp, inner);
+            let one_plus_t = g_adds(tp, t, T::one());
+            let first = g_muls(tp, one_plus_t, half);
+            let tt = g_mul(tp, t, t);
+            let one_minus_tt = g_neg(tp, tt);
+            let one_minus_tt = g_adds(tp, one_minus_tt, T::one());
+            let slope = g_muls(tp, xx, T::from_f64(3.0) * c);
+            let slope = g_adds(tp, slope, T::one());
+            let slope = g_muls(tp, slope, k * half);
+            let second = g_mul(tp, x, one_minus_tt);
+            let second = g_mul(tp, second, slope);
+            let d = g_add(tp, first, second);
+            g_mul(tp, g, d)
+        }
+        Unary::Silu => {
+            // s (1 + x (1 − s)), s = sigmoid(x).
+            let s = g_sigmoid(tp, x);
+            let one_minus_s = g_neg(tp, s);
+            let one_minus_s = g_adds(tp, one_minus_s, T::one());
+            let x_part = g_mul(tp, x, one_minus_s);
+            let x_part = g_adds(tp, x_part, T::one());
+            let d = g_mul(tp, s, x_part);
+            g_mul(tp, g, d)
+        }
+        Unary::Softplus => {
+            let s = g_sigmoid(tp, x);
+            g_mul(tp, g, s)
+        }
+    }
+}
+
+/// Layer norm's three gradients as ops, the statistics recomputed from `x`.
+fn layer_norm<T: Float>(tp: &mut Tape<T>, x: Var, gamma: Var, g: Var, eps: T) -> (Var, Var, Var) {
+    let mean = g_mean_axis(tp, x, -1, true);
+    let centred = g_sub(tp, x, mean);
+    let squares = g_mul(tp, centred, centred);
+    let var = g_mean_axis(tp, squares, -1, true);
+    let var = g_adds(tp, var, eps);
+    let rstd = g_pow(tp, var, T::from_f64(-0.5));
+    let x_hat = g_mul(tp, centred, rstd);
+    let g_hat = g_mul(tp, g, gamma);
+    let mean_g = g_mean_axis(tp, g_hat, -1, true);
+    let g_hat_x = g_mul(tp, g_hat, x_hat);
+    let mean_gx = g_mean_axis(tp, g_hat_x, -1, true);
+    let spread = g_mul(tp, x_hat, mean_gx);
+    let inner = g_sub(tp, g_hat, mean_g);
+    let inner = g_sub(tp, inner, spread);
+    let gx = g_mul(tp, inner, rstd);
+    let g_x_hat = g_mul(tp, g, x_hat);
+    let g_gamma = unbroadcast(tp, g_x_hat, gamma.index());
+    let g_beta = unbroadcast(tp, g, gamma.index());
+    (gx, g_gamma, g_beta)
+}
+
+/// `g` summed back to the shape of node `x` over the dims broadcasting
+/// stretched (leading dims, and dims where `x` has 1).
+fn unbroadcast<T: Float>(tp: &mut Tape<T>, g: Var, x: NodeId) -> Var {
+    let target = tp.shape(x).to_vec();
+    let mut g = g;
+    while tp.value(g).ndim() > target.len() {
+        g = g_sum_axis(tp, g, 0, false);
+    }
+    for (axis, &d) in target.iter().enumerate() {
+        if d == 1 && tp.value(g).shape()[axis] != 1 {
+            g = g_sum_axis(tp, g, axis as isize, true);
+        }
+    }
+    g
+}
+
+/// `g` (broadcastable to node `x`'s shape) stretched to it: `g · ones`.
+fn expand<T: Float>(tp: &mut Tape<T>, g: Var, x: NodeId) -> Var {
+    let ones = tp.constant(ArrayD::<T>::ones(IxDyn(tp.shape(x))));
+    g_mul(tp, g, ones)
+}
+
+/// `g` of a reduction over `axis` of node `x`, with that axis kept as 1.
+fn keep_axis<T: Float>(tp: &mut Tape<T>, g: Var, x: NodeId, axis: usize) -> Var {
+    let mut shape = tp.shape(x).to_vec();
+    shape[axis] = 1;
+    if tp.value(g).shape() == shape.as_slice() { g } else { g_reshape(tp, g, &shape) }
+}
+
+/// `g` placed at `starts` in zeros of `shape` (slice's gradient), by
+/// concatenating zeros before and after it on each axis.
+fn pad<T: Float>(tp: &mut Tape<T>, g: Var, shape: Vec<usize>, starts: &[usize]) -> Var {
+    let mut g = g;
+    for (axis, (&start, &full)) in starts.iter().zip(&shape).enumerate() {
+        let current = tp.value(g).shape().to_vec();
+        let after = full - start - current[axis];
+        for (len, before) in [(start, true), (after, false)] {
+            if len == 0 {
+                continue;
+            }
+            let mut zeros_shape = tp.value(g).shape().to_vec();
+            zeros_shape[axis] = len;
+            let zeros = tp.constant(ArrayD::<T>::zeros(IxDyn(&zeros_shape)));
+            g = if before { g_concat(tp, zeros, g, axis as isize) } else { g_concat(tp, g, zeros, axis as isize) };
+        }
+    }
+    g
+}

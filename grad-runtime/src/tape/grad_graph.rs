@@ -1,0 +1,177 @@
+//! `Tape::grad_graph`: the gradient recorded as ops, for differentiating
+//! again. A reverse walk like `backward`'s, whose rules
+//! (`ops/backward_graph.rs`) append ordinary nodes instead of summing
+//! into gradient slots.
+
+use std::panic::Location;
+
+use ndarray::{ArrayD, IxDyn};
+
+use crate::error::{ErrorKind, GradError};
+use crate::ops::backward_graph;
+use crate::tape::NodeId;
+use crate::{Float, Tape, Var, g_add};
+
+impl<T: Float> Tape<T> {
+    /// The gradient of the one-element `y` with respect to each of `xs`,
+    /// recorded on the tape as ordinary differentiable nodes (PyTorch's
+    /// `autograd.grad(y, xs, create_graph=True)`): call `backward` on a
+    /// function of them (a Hessian-vector product, a gradient penalty), or
+    /// `grad_graph` again (any order).
+    ///
+    /// - An `x` that `y` does not depend on gets zeros of its shape.
+    /// - Parameters, constants and intermediate values alike can be `xs`
+    ///   (a physics-informed loss differentiates in its constant inputs).
+    /// - Every gradient slot is left untouched: [`grad`](Tape::grad) still
+    ///   reads what the last `backward` wrote. A later `backward` through
+    ///   the returned nodes adds into the parameters' slots as any
+    ///   `backward` does, so reset (or read) between the two.
+    /// - Fused `grad!` regions are recorded as their unfused ops, whose
+    ///   gradients are written as ops.
+    ///
+    /// Errors, with nothing recorded: a bad handle, a `y` of more than one
+    /// element ([`ErrorKind::NotScalar`]), a tape already poisoned, and a
+    /// path from `y` to an `x` through an op whose backward is not written
+    /// as ops ([`ErrorKind::NoGraphBackward`], naming it: conv2d, pooling,
+    /// batch and group norm, gather, index_select, a custom op without
+    /// [`backward_graph`](crate::CustomOp::backward_graph)).
+    ///
+    /// ```
+    /// use grad_runtime::{grad, ndarray::array, Tape};
+    ///
+    /// let mut tape = Tape::<f64>::new();
+    /// let x = tape.param(array![1.0, 2.0]);
+    /// let y = grad!(tape; sum(x * x * x));        // Σ x³
+    /// let dx = tape.grad_graph(y, &[x])?[0];       // 3 x²
+    /// assert_eq!(tape.value(dx), array![3.0, 12.0].into_dyn());
+    /// let total = grad!(tape; sum(dx));
+    /// let ddx = tape.grad_graph(total, &[x])?[0];  // 6 x
+    /// assert_eq!(tape.value(ddx), array![6.0, 12.0].into_dyn());
+    ///
+    /// // A Hessian-vector product: backward of (∇y · v).
+    /// let v = tape.constant(array![1.0, -1.0]);
+    /// let gv = grad!(tape; sum(dx * v));
+    /// tape.backward(gv)?;
+    /// assert_eq!(tape.grad(x), array![6.0, -12.0].into_dyn()); // H v = diag(6x) v
+    /// # Ok::<(), grad_runtime::GradError>(())
+    /// ```
+    #[track_caller]
+    pub fn grad_graph(&mut self, y: Var, xs: &[Var]) -> Result<Vec<Var>, GradError> {
+        const OP: &str = "Tape::grad_graph";
+        let location = Location::caller();
+        if let Some(error) = self.error() {
+            return Err(error.clone());
+        }
+        let y_id = self.check_or_error(OP, y, location)?;
+        let mut x_ids = Vec::with_capacity(xs.len());
+        for &x in xs {
+            x_ids.push(self.check_or_error(OP, x, location)?);
+        }
+        let elements = self.nodes[y_id].value.len();
+        if elements != 1 {
+            let kind = ErrorKind::NotScalar { elements };
+            return Err(GradError::new(OP, kind, vec![self.shape(y_id).to_vec()], location));
+        }
+        let depends = self.depends_on(&x_ids, y_id);
+        // Refused before anything is recorded.
+        for id in (0..=y_id).filter(|&id| depends[id]) {
+            if let Some(op) = backward_graph::unsupported(&self.nodes[id].op) {
+                let kind = ErrorKind::NoGraphBackward { op };
+                return Err(GradError::new(OP, kind, vec![self.shape(id).to_vec()], location));
+            }
+        }
+
+        let before = self.nodes.len();
+        let seed = self.constant(ArrayD::<T>::ones(self.nodes[y_id].value.shape.clone()));
+        let mut adjoints: Vec<Option<Var>> = vec![None; self.nodes.len()];
+        adjoints[y_id] = Some(seed);
+        if let Err(op) = self.walk_graph(y_id, 0, &depends, &mut adjoints) {
+            self.truncate_nodes(before);
+            let kind = ErrorKind::NoGraphBackward { op };
+            return Err(GradError::new(OP, kind, Vec::new(), location));
+        }
+        if let Some(error) = self.error() {
+            return Err(error.clone());
+        }
+        let grads = x_ids
+            .iter()
+            .map(|&x| match adjoints[x] {
+                Some(g) => g,
+                None => self.constant(ArrayD::<T>::zeros(IxDyn(self.shape(x)))),
+            })
+            .collect();
+        Ok(grads)
+    }
+
+    /// Which nodes up to `y` depend on one of `xs` (through any op but
+    /// `detach`), whether or not they carry a gradient.
+    fn depends_on(&self, xs: &[NodeId], y: NodeId) -> Vec<bool> {
+        let mut depends = vec![false; y + 1];
+        for &x in xs {
+            if x <= y {
+                depends[x] = true;
+            }
+        }
+        for id in 0..=y {
+            if !depends[id] {
+                depends[id] = self.nodes[id].op.any_input(|input| depends[input]);
+            }
+        }
+        depends
+    }
+
+    /// Walks nodes `top` down to `bottom`, recording each one's backward
+    /// rule from its adjoint (a node past `depends` was recorded by this
+    /// walk and always depends). A fused node's unfused replay is walked
+    /// at once, before the nodes below it.
+    fn walk_graph(
+        &mut self,
+        top: NodeId,
+        bottom: NodeId,
+        depends: &[bool],
+        adjoints: &mut Vec<Option<Var>>,
+    ) -> Result<(), &'static str> {
+        for id in (bottom..=top).rev() {
+            let Some(g) = adjoints[id] else { continue };
+            if depends.get(id) == Some(&false) {
+                continue;
+            }
+            let op = self.nodes[id].op.clone();
+            let mut add = |tape: &mut Tape<T>, input: NodeId, contribution: Var| {
+                if depends.get(input) == Some(&false) {
+                    return;
+                }
+                adjoints[input] = Some(match adjoints[input] {
+                    Some(sum) => g_add(tape, sum, contribution),
+                    None => contribution,
+                });
+            };
+            let start = self.nodes.len();
+            let replayed = backward_graph::backward(self, &op, id, g, &mut add);
+            self.discard_op(op);
+            let Some(root) = replayed? else { continue };
+            adjoints.resize(self.nodes.len(), None);
+            if root.index() < start {
+                // The replay is one of the node's inputs: no op was recorded.
+                let sum = adjoints[root.index()].map_or(g, |sum| g_add(self, sum, g));
+                adjoints[root.index()] = Some(sum);
+            } else {
+                adjoints[root.index()] = Some(g);
+                self.walk_graph(root.index(), start, depends, adjoints)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops the nodes from `len` on (their buffers go back to the pools):
+    /// what a failed `grad_graph` recorded, no handle to which escaped.
+    fn truncate_nodes(&mut self, len: usize) {
+        for node in &mut self.nodes[len..] {
+            self.pool.give(std::mem::take(&mut node.value.data));
+        }
+        for node in self.nodes.drain(len..) {
+            crate::tape::recycle_op(node.op, &mut self.pool, &mut self.index_pool);
+        }
+        self.locations.truncate(len);
+    }
+}
