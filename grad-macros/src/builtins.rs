@@ -256,6 +256,8 @@ pub(crate) const BUILTINS: &[Builtin] = &[
     row("cumsum", "g_cumsum", &[X, AXIS], Rule::Softmax),
     // ops/detach.rs
     row("detach", "g_detach", &[X], Rule::Same),
+    // ops/grad.rs: the gradient of `y` in `x`, recorded as ops.
+    row("grad", "g_grad", &[param("y", Kind::Var), X], Rule::GradOf),
 ];
 
 /// `max_pool2d` and `avg_pool2d`: `(x, kernel, stride, padding = [0, 0])`.

@@ -41,6 +41,8 @@ pub(crate) enum Rule {
     Embedding,
     /// Normalized over the last dim `d`; gamma and beta are `[d]`.
     LayerNorm,
+    /// `grad(y, x)`: `y` must hold one element; the result has `x`'s shape.
+    GradOf,
     /// `[N, C, ...]` normalised per channel or block of channels: every
     /// other tensor argument is `[C]`, and `groups` (if given) divides `C`.
     ChannelNorm,
@@ -105,6 +107,7 @@ pub(crate) fn apply(rule: Rule, site: &Site) -> Outcome {
         Rule::CrossEntropy => cross_entropy(site),
         Rule::Embedding => embedding(site),
         Rule::LayerNorm => layer_norm(site),
+        Rule::GradOf => grad_of(site),
         Rule::ChannelNorm => channel_norm(site),
         Rule::Conv2d => conv2d(site),
         Rule::Pool2d => pool2d(site),
@@ -447,6 +450,20 @@ fn layer_norm(site: &Site) -> Outcome {
                 format!("`{}`: `{}` must be [{last}], one entry per feature of `{}`", site.text, param.text, x.text);
             return Err(message(summary, &[is(x), is(param)], None));
         }
+    }
+    Ok(x.shape.clone())
+}
+
+// ---- ops/grad.rs ----
+
+fn grad_of(site: &Site) -> Outcome {
+    let (y, x) = (&site.tensors[0], &site.tensors[1]);
+    if let Some(dims) = known(y)
+        && dims.iter().any(|d| d.value().is_some_and(|n| n != 1))
+    {
+        let summary = format!("`{}`: the gradient is of a scalar, and `{}` is not one", site.text, y.text);
+        let why = format!("reduce it first: `{}(sum({}), {})`", site.name, y.text, x.text);
+        return Err(message(summary, &[is(y), why], None));
     }
     Ok(x.shape.clone())
 }

@@ -44,6 +44,7 @@ pub(crate) mod detach;
 pub(crate) mod dropout;
 pub(crate) mod embedding;
 pub(crate) mod fused;
+pub(crate) mod grad;
 pub(crate) mod group_norm;
 pub(crate) mod index;
 pub(crate) mod layer_norm;
@@ -96,6 +97,7 @@ export_ops! {
     cumsum::{g_cumsum},
     custom::{g_custom},
     detach::{g_detach},
+    grad::{g_grad},
 }
 
 pub use axis::AxisArg;
