@@ -95,12 +95,29 @@ case("layer_norm", [randn(2, 3, 4), randn(4), randn(4)], lambda x, g, b: s(F.lay
 mask = torch.tensor([[True, False, True, False], [False, False, True, True], [True, True, False, False]])
 case("where", [x, randn(4)], lambda a, b: s(torch.where(mask, a, b)).sum())
 
+# Third order: a physics-informed loss on u'' (two nested gradients in the
+# constant input x) differentiated in the network's parameters.
+w1, b1, w2, b2 = randn(1, 4), randn(4), randn(4, 1), randn(1)
+x = torch.linspace(0.1, 0.9, 5, dtype=DT).reshape(5, 1)
+f = torch.sin(torch.pi * x) * torch.pi ** 2
+params = [t.clone().requires_grad_(True) for t in (w1, b1, w2, b2)]
+xs = x.clone().requires_grad_(True)
+u = torch.tanh(xs @ params[0] + params[1]) @ params[2] + params[3]
+du = torch.autograd.grad(u.sum(), xs, create_graph=True)[0]
+ddu = torch.autograd.grad(du.sum(), xs, create_graph=True)[0]
+pinn_loss = ((ddu + f) ** 2).mean()
+pinn_grads = torch.autograd.grad(pinn_loss, params, allow_unused=True)
+pinn_grads = [torch.zeros_like(p) if g is None else g for p, g in zip(params, pinn_grads)]
+pinn = {"params": [arr(t) for t in (w1, b1, w2, b2)], "x": arr(x), "f": arr(f),
+        "loss": float(pinn_loss.detach()), "grads": [arr(g) for g in pinn_grads]}
+
 doc = {"format": "grad-second-order/1", "seed": 3, "dtype": "f64",
        "generator": f"make_oracle_second_order.py, torch {torch.__version__}, float64", "cases": cases}
 with open(__file__.replace("make_oracle_second_order.py", "oracle_second_order.json"), "w") as f:
     f.write("{\n")
     for key in ("format", "seed", "dtype", "generator"):
         f.write(f"  {json.dumps(key)}: {json.dumps(doc[key])},\n")
+    f.write(f'  "pinn_third_order": {json.dumps(pinn)},\n')
     f.write('  "cases": [\n')
     f.write(",\n".join("    " + json.dumps(c) for c in cases))
     f.write("\n  ]\n}\n")

@@ -540,3 +540,30 @@ fn pytorch_double_backward_oracle() {
         }
     }
 }
+
+#[test]
+fn a_third_order_physics_informed_loss_matches_pytorch() {
+    // loss = mean((u'' + f)²) with u = tanh(x w1 + b1) w2 + b2, u'' from two
+    // nested grad_graph calls in the constant x, differentiated in w1..b2.
+    let file: serde_json::Value =
+        serde_json::from_str(include_str!("../data/oracle_second_order.json")).expect("the oracle is JSON");
+    let case = &file["pinn_third_order"];
+    let params: Vec<ArrayD<f64>> = case["params"].as_array().unwrap().iter().map(json_array).collect();
+    let want: Vec<ArrayD<f64>> = case["grads"].as_array().unwrap().iter().map(json_array).collect();
+    let mut tp = Tape::<f64>::new();
+    let p: Vec<Var> = params.iter().map(|a| tp.param(a)).collect();
+    let x = tp.constant(json_array(&case["x"]));
+    let f = tp.constant(json_array(&case["f"]));
+    let (w1, b1, w2, b2) = (p[0], p[1], p[2], p[3]);
+    let loss = grad!(tp; x: [5, 1], w1: [1, 4], b1: [4], w2: [4, 1], b2: [1], f: [5, 1];
+        let u = tanh(x @ w1 + b1) @ w2 + b2;
+        let du = grad(sum(u), x);
+        let ddu = grad(sum(du), x);
+        mean(pow(ddu + f, 2.0)));
+    let value = case["loss"].as_f64().unwrap();
+    assert!((tp.scalar(loss) - value).abs() <= 1e-9 * value.abs(), "loss {} against {value}", tp.scalar(loss));
+    tp.backward(loss).unwrap();
+    for (k, (&v, want)) in p.iter().zip(&want).enumerate() {
+        crate::common::assert_close(&format!("parameter {k}"), &tp.grad(v).to_owned(), want, 1e-9, 1e-12);
+    }
+}
