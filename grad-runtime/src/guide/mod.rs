@@ -14,6 +14,7 @@
 //! | [`errors`] | reading an error: compile-time shape errors, run-time `GradError`s, NaNs |
 //! | [`fusion`] | which operations fuse into one node, what that changes, what it costs |
 //! | [`models`] | models as structs, `#[derive(Params)]`, `nn` layers, a custom layer, saving and loading |
+//! | [`higher_order`] | gradients of gradients: Hessian-vector products, gradient penalties, physics-informed losses |
 //! | [`extending`] | custom ops with their own backward, stop-gradient, the gradient check, buffers, batch and group norm |
 //! | [`optimizers`] | `Sgd`, `Adam`, `AdamW`, per-parameter decay, clipping, schedules, resuming |
 //! | [`data_parallel`] | training over MPI (the `mpi` feature) |
@@ -41,6 +42,9 @@ pub mod fusion {}
 
 #[doc = include_str!("models.md")]
 pub mod models {}
+
+#[doc = include_str!("higher_order.md")]
+pub mod higher_order {}
 
 #[doc = include_str!("extending.md")]
 pub mod extending {}
