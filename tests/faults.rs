@@ -258,7 +258,14 @@ fn run(case: &Case) -> Result<(), TestCaseError> {
         })
     });
     let (op, kind) = expected.expect("the fault was injected");
-    let loss = loss_of(&mut tape, graph, &nodes);
+    let mut loss = loss_of(&mut tape, graph, &nodes);
+    if *fault == Fault::NonFiniteGradient {
+        // The faulty node itself joins the loss: downstream it may reach
+        // the loss only through a gradient of it (a `grad` step), which
+        // carries neither its NaN value nor a gradient back to the NaN.
+        let faulty = g_sum(&mut tape, nodes[*at]);
+        loss = g_add(&mut tape, loss, faulty);
+    }
     let backward = tape.backward(loss);
     let step = opt.as_dyn().step(&mut tape);
     let error = match (*fault, &backward, &step) {

@@ -106,6 +106,11 @@ impl<T: Float> CustomOp<T> for MulAdd {
         grads.add(1, |dy| Zip::from(dy).and(&g).and(&x).for_each(|d, &g, &x| *d = g * x));
         grads.add(2, |mut dz| dz.assign(&g));
     }
+    fn backward_graph(&self, tape: &mut Tape<T>, inputs: &[Var], _: Var, g: Var) -> Option<Vec<Option<Var>>> {
+        let dx = grad_runtime::g_mul(tape, g, inputs[1]);
+        let dy = grad_runtime::g_mul(tape, g, inputs[0]);
+        Some(vec![Some(dx), Some(dy), Some(g)])
+    }
 }
 
 /// A log that refuses non-positive inputs in its forward.

@@ -65,6 +65,17 @@ pub enum Step {
     Conv2d(usize, usize, Option<usize>, [usize; 2], [usize; 2]),
     /// A 2-D pool, `max` or `avg`: kernel, stride, padding.
     Pool2d(&'static str, usize, [usize; 2], [usize; 2], [usize; 2]),
+    /// `batch_norm(x, fresh running statistics, gamma, beta, train)`.
+    BatchNorm(usize, usize, usize, bool),
+    /// `group_norm(x, groups, gamma, beta)`.
+    GroupNorm(usize, usize, usize, usize),
+    Detach(usize),
+    /// A custom op of `tests/common/custom_ops.rs` on its operands:
+    /// `stable_softplus(x)` or `mul_add(x, y, z)`.
+    Custom(&'static str, Vec<usize>),
+    /// `grad(sum(y), x)`: a gradient recorded as ops, so that the finite
+    /// differences of the loss check second derivatives.
+    GradOf(usize, usize),
 }
 
 /// The unary ops without a parameter (their `g_*` name without `g_`).
@@ -146,13 +157,13 @@ impl Graph {
         let n = self.steps.len();
         let a = r1 % n;
         let sa = self.shapes[a].clone();
-        match kind % 28 {
+        match kind % 32 {
             0..=3 => {
                 let b = self.partner(a, r2, r3);
-                let b = if kind % 28 == 3 { self.positive(b) } else { b };
+                let b = if kind % 32 == 3 { self.positive(b) } else { b };
                 let shape = broadcast(&sa, &self.shapes[b]).expect("partners broadcast");
                 let step =
-                    [Step::Add(a, b), Step::Sub(a, b), Step::Mul(a, b), Step::Div(a, b)][kind as usize % 28].clone();
+                    [Step::Add(a, b), Step::Sub(a, b), Step::Mul(a, b), Step::Div(a, b)][kind as usize % 32].clone();
                 self.push(step, shape);
             }
             4 | 5 => {
@@ -295,8 +306,63 @@ impl Graph {
                     self.push(Step::MaskedFill(a, mask, 0.3), sa);
                 }
             }
+            27 => self.norm(a, r2),
+            28 => {
+                self.push(Step::Detach(a), sa);
+            }
+            29 => {
+                if r2.is_multiple_of(2) {
+                    self.push(Step::Custom("stable_softplus", vec![a]), sa);
+                } else {
+                    let (b, c) = (self.same_shape(a, r2), self.same_shape(a, r3));
+                    self.push(Step::Custom("mul_add", vec![a, b, c]), sa);
+                }
+            }
+            30 => self.grad_of(a, r2),
             _ => self.image(a, r2, r3),
         }
+    }
+
+    /// Batch norm (training when every channel has two values or more) or
+    /// group norm (one group, or one per channel) of `a` as `[N, C, ...]`.
+    fn norm(&mut self, a: usize, r2: usize) {
+        let x = if self.shapes[a].len() < 2 { self.as_matrix(a) } else { a };
+        let shape = self.shapes[x].clone();
+        let c = shape[1];
+        let (gamma, beta) = (self.param(vec![c]), self.param(vec![c]));
+        let per_channel = self.len_of(x) / c.max(1);
+        let step = match r2 % 3 {
+            0 => Step::BatchNorm(x, gamma, beta, per_channel >= 2),
+            1 => Step::BatchNorm(x, gamma, beta, false),
+            _ => Step::GroupNorm(x, if r2.is_multiple_of(2) { 1 } else { c }, gamma, beta),
+        };
+        self.push(step, shape);
+    }
+
+    /// `grad(sum(a), p)` for a parameter `p`, when every op `a` depends on
+    /// has its backward written as ops (else `detach(a)`).
+    fn grad_of(&mut self, a: usize, r2: usize) {
+        if self.ancestors(a).into_iter().any(|i| !second_order(&self.steps[i])) {
+            let shape = self.shapes[a].clone();
+            self.push(Step::Detach(a), shape);
+            return;
+        }
+        let params = self.params();
+        let x = params[r2 % params.len()];
+        let shape = self.shapes[x].clone();
+        self.push(Step::GradOf(a, x), shape);
+    }
+
+    /// `x` and every node it is computed from.
+    fn ancestors(&self, x: usize) -> Vec<usize> {
+        let mut seen = vec![false; self.steps.len()];
+        let mut stack = vec![x];
+        while let Some(i) = stack.pop() {
+            if !std::mem::replace(&mut seen[i], true) {
+                stack.extend(operands(&self.steps[i]));
+            }
+        }
+        (0..self.steps.len()).filter(|&i| seen[i]).collect()
     }
 
     /// `flatten` or `cumsum` along a random axis of `a`.
@@ -523,8 +589,37 @@ impl Graph {
                 "max" => g_max_pool2d(tape, v(*x), *kernel, *stride, *padding),
                 _ => g_avg_pool2d(tape, v(*x), *kernel, *stride, *padding),
             },
+            Step::BatchNorm(x, gamma, beta, train) => {
+                let c = self.shapes[*gamma][0];
+                let mean = tape.buffer(ArrayD::<T>::zeros(IxDyn(&[c])));
+                let var = tape.buffer(ArrayD::<T>::ones(IxDyn(&[c])));
+                g_batch_norm(tape, v(*x), mean, var, v(*gamma), v(*beta), *train, s(0.1), s(1e-5))
+            }
+            Step::GroupNorm(x, groups, gamma, beta) => g_group_norm(tape, v(*x), *groups, v(*gamma), v(*beta), s(1e-5)),
+            Step::Detach(a) => g_detach(tape, v(*a)),
+            Step::Custom(name, operands) => match *name {
+                "stable_softplus" => crate::common::custom_ops::stable_softplus(tape, v(operands[0])),
+                _ => crate::common::custom_ops::mul_add(tape, v(operands[0]), v(operands[1]), v(operands[2])),
+            },
+            Step::GradOf(y, x) => {
+                let total = g_sum(tape, v(*y));
+                g_grad(tape, total, v(*x))
+            }
         }
     }
+}
+
+/// Whether `grad_graph` can differentiate again through the step.
+fn second_order(step: &Step) -> bool {
+    !matches!(
+        step,
+        Step::Conv2d(..)
+            | Step::Pool2d(..)
+            | Step::IndexSelect(..)
+            | Step::Gather(..)
+            | Step::BatchNorm(..)
+            | Step::GroupNorm(..)
+    )
 }
 
 fn unary<T: Float>(name: &str, tape: &mut Tape<T>, x: Var) -> Var {
@@ -558,7 +653,9 @@ pub fn operands(step: &Step) -> Vec<usize> {
         | Step::Where(_, a, b)
         | Step::Conv2d(a, b, None, ..) => vec![a, b],
         Step::Conv2d(a, b, Some(c), ..) => vec![a, b, c],
-        Step::LayerNorm(a, b, c) => vec![a, b, c],
+        Step::LayerNorm(a, b, c) | Step::BatchNorm(a, b, c, _) | Step::GroupNorm(a, _, b, c) => vec![a, b, c],
+        Step::Custom(_, ref operands) => operands.clone(),
+        Step::GradOf(a, b) => vec![a, b],
         Step::Unary(_, a)
         | Step::Adds(a, _)
         | Step::Muls(a, _)
@@ -581,6 +678,7 @@ pub fn operands(step: &Step) -> Vec<usize> {
         | Step::IndexSelect(a, ..)
         | Step::Gather(a, ..)
         | Step::MaskedFill(a, ..)
+        | Step::Detach(a)
         | Step::Pool2d(_, a, ..) => vec![a],
     }
 }
@@ -623,6 +721,11 @@ pub fn op_name(step: &Step) -> Option<String> {
         Step::MaskedFill(..) => "g_masked_fill",
         Step::Conv2d(..) => "g_conv2d",
         Step::Pool2d(name, ..) => return Some(format!("g_{name}_pool2d")),
+        Step::BatchNorm(..) => "g_batch_norm",
+        Step::GroupNorm(..) => "g_group_norm",
+        Step::Detach(_) => "g_detach",
+        Step::Custom(..) => "g_custom",
+        Step::GradOf(..) => "g_grad",
     };
     Some(name.to_string())
 }

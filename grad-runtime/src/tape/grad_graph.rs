@@ -103,8 +103,9 @@ impl<T: Float> Tape<T> {
         Ok(grads)
     }
 
-    /// Which nodes up to `y` depend on one of `xs` (through any op but
-    /// `detach`), whether or not they carry a gradient.
+    /// Which nodes up to `y` lie on a path from one of `xs` to `y`: they
+    /// depend on an `x` (through any op but `detach`), whether or not they
+    /// carry a gradient, and `y` depends on them.
     fn depends_on(&self, xs: &[NodeId], y: NodeId) -> Vec<bool> {
         let mut depends = vec![false; y + 1];
         for &x in xs {
@@ -117,7 +118,18 @@ impl<T: Float> Tape<T> {
                 depends[id] = self.nodes[id].op.any_input(|input| depends[input]);
             }
         }
-        depends
+        let mut reaches = vec![false; y + 1];
+        reaches[y] = true;
+        for id in (0..=y).rev() {
+            if reaches[id] {
+                let op = &self.nodes[id].op;
+                op.any_input(|input| {
+                    reaches[input] = true;
+                    false
+                });
+            }
+        }
+        depends.iter().zip(&reaches).map(|(&d, &r)| d && r).collect()
     }
 
     /// Walks nodes `top` down to `bottom`, recording each one's backward
