@@ -214,3 +214,41 @@ fn a_conv_step_allocates_nothing_after_the_first_step() {
     let counts: Vec<usize> = (0..4).map(|_| allocations_in(|| step(&mut tape)).0).collect();
     assert_eq!(&counts[1..], [0; 3], "steady state: {counts:?}");
 }
+
+/// A gradient penalty step: `grad(y, x)` inside a block (one
+/// `Tape::grad_graph`), then backward through it.
+fn penalty_step(tape: &mut Tape<f32>, x: Var, w: Var) -> Var {
+    grad!(tape; x: [8, 4], w: [4, 3];
+        let gx = grad(sum(tanh(x @ w)), x);
+        mean(pow(sqrt(sum(gx * gx, 1)) - 1.0, 2.0)))
+}
+
+#[test]
+fn a_gradient_penalty_step_allocates_nothing_after_the_second_step() {
+    let mut tape = Tape::<f32>::new();
+    let x = tape.param(Array2::from_shape_fn((8, 4), |(i, j)| (i as f32 - j as f32) / 8.0));
+    let w = tape.param(Array2::from_shape_fn((4, 3), |(i, j)| (i + 2 * j) as f32 / 10.0 - 0.3));
+    let mark = tape.mark();
+    let mut counts = Vec::new();
+    for _ in 0..5 {
+        let (n, ()) = allocations_in(|| {
+            let loss = penalty_step(&mut tape, x, w);
+            tape.backward(loss).unwrap();
+            tape.reset_to(mark);
+        });
+        counts.push(n);
+    }
+    assert!(counts[0] > 20, "the first step fills the pools: {counts:?}");
+    assert_eq!(&counts[2..], [0, 0, 0], "steady state: {counts:?}");
+
+    // Tape::grad_graph itself allocates only the Vec it returns.
+    for _ in 0..3 {
+        let y = grad!(tape; sum(tanh(x @ w)));
+        let (n, grads) = allocations_in(|| tape.grad_graph(y, &[x, w]).unwrap());
+        let (gx, gw) = (grads[0], grads[1]);
+        let hv = grad!(tape; sum(gx * gx) + sum(gw));
+        tape.backward(hv).unwrap();
+        tape.reset_to(mark);
+        assert_eq!(n, 1, "the returned Vec");
+    }
+}

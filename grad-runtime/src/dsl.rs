@@ -20,7 +20,7 @@ use std::any::TypeId;
 use std::fmt::Write;
 use std::panic::Location;
 
-use ndarray::arr0;
+use ndarray::{Dimension, arr0};
 
 use crate::error::{ErrorKind, GradError};
 pub use crate::ops::OP_FUNCTIONS;
@@ -252,12 +252,13 @@ impl<const N: usize> Declared<N> {
             Ok(id) => id,
             Err(kind) => return tp.poison(GradError::new("grad!", kind, Vec::new(), location)),
         };
-        let real = tp.shape(id).to_vec();
-        if let Some(problem) = self.bind(name, &real, dims) {
+        // Inline up to four dims: a check that passes allocates nothing.
+        let real = tp.value_of(id).shape.clone();
+        if let Some(problem) = self.bind(name, real.slice(), dims) {
             let bound = self.bindings(name, dims);
             let declared = if bound.is_empty() { self.show(dims) } else { format!("{} with {bound}", self.show(dims)) };
             let kind = ErrorKind::DeclaredShape { input: name.to_string(), declared, problem };
-            tp.poison(GradError::new("grad!", kind, vec![real], location));
+            tp.poison(GradError::new("grad!", kind, vec![real.slice().to_vec()], location));
         }
     }
 

@@ -10,7 +10,7 @@
 //! by name: [`unsupported`] finds the built-ins before anything is
 //! recorded, and a custom op says so when asked.
 
-use ndarray::{ArrayD, Dimension, IxDyn};
+use ndarray::{Dimension, IxDyn};
 
 use crate::ops::Op;
 use crate::ops::axis::AxisLanes;
@@ -111,12 +111,16 @@ pub(crate) fn backward<T: Float>(
         }
         Op::MaxAxis { x, axis } | Op::MinAxis { x, axis } => {
             let choose = if matches!(op, Op::MaxAxis { .. }) { argmax_lane::<T> } else { argmin_lane::<T> };
-            let value = &tp.value_of(x);
-            let lanes = AxisLanes::new(value.shape(), axis);
-            let mut mask = ArrayD::<T>::zeros(value.shape.clone());
-            let flat = mask.as_slice_mut().expect("a new array is standard layout");
-            lanes.for_each(|_, start| flat[start + choose(&value.data, lanes, start) * lanes.inner] = T::one());
-            let mask = tp.constant(mask);
+            let shape = shape_of(tp, x);
+            let lanes = AxisLanes::new(shape.slice(), axis);
+            let mut chosen = tp.index_scratch(0);
+            let data = &tp.value_of(x).data;
+            lanes.for_each(|_, start| chosen.push(start + choose(data, lanes, start) * lanes.inner));
+            let mask = tp.constant_with(shape.slice(), |m| {
+                m.fill(T::zero());
+                chosen.iter().for_each(|&i| m[i] = T::one());
+            });
+            tp.recycle_indices(chosen);
             let kept = keep_axis(tp, g, x, axis);
             let gx = g_mul(tp, kept, mask);
             add(tp, x, gx);
@@ -138,23 +142,23 @@ pub(crate) fn backward<T: Float>(
             add(tp, x, gx);
         }
         Op::Reshape(x) => {
-            let shape = tp.shape(x).to_vec();
-            let gx = g_reshape(tp, g, &shape);
+            let shape = shape_of(tp, x);
+            let gx = g_reshape(tp, g, shape.slice());
             add(tp, x, gx);
         }
         Op::Slice { x, ref starts } => {
-            let gx = pad(tp, g, tp.shape(x).to_vec(), starts.slice());
+            let gx = pad(tp, g, shape_of(tp, x), starts.slice());
             add(tp, x, gx);
         }
         Op::Concat { a, b, axis } => {
-            let shape = tp.shape(out.index()).to_vec();
+            let shape = shape_of(tp, out.index());
             let split = tp.shape(a)[axis];
             let mut stops = shape.clone();
             stops[axis] = split;
-            let ga = g_slice(tp, g, &vec![0; shape.len()], &stops);
-            let mut starts = vec![0; shape.len()];
+            let mut starts = IxDyn::zeros(shape.ndim());
+            let ga = g_slice(tp, g, starts.slice(), stops.slice());
             starts[axis] = split;
-            let gb = g_slice(tp, g, &starts, &shape);
+            let gb = g_slice(tp, g, starts.slice(), shape.slice());
             add(tp, a, ga);
             add(tp, b, gb);
         }
@@ -187,12 +191,11 @@ pub(crate) fn backward<T: Float>(
         }
         Op::CrossEntropy { logits, ref targets } => {
             // g · (softmax(logits) − onehot(targets)) / n.
-            let shape = tp.shape(logits).to_vec();
-            let mut onehot = ArrayD::<T>::zeros(IxDyn(&shape));
-            for (row, &t) in targets.iter().enumerate() {
-                onehot[[row, t]] = T::one();
-            }
-            let onehot = tp.constant(onehot);
+            let shape = shape_of(tp, logits);
+            let onehot = tp.constant_with(shape.slice(), |m| {
+                m.fill(T::zero());
+                targets.iter().enumerate().for_each(|(row, &t)| m[row * shape[1] + t] = T::one());
+            });
             let p = g_softmax(tp, var(tp, logits), -1);
             let diff = g_sub(tp, p, onehot);
             let scaled = g_muls(tp, diff, T::one() / T::from_usize(targets.len().max(1)));
@@ -202,11 +205,10 @@ pub(crate) fn backward<T: Float>(
         Op::Embedding { table, ref ids } => {
             // onehotᵀ · g: each row of g added to the row of its id.
             let rows = tp.shape(table)[0];
-            let mut onehot = ArrayD::<T>::zeros(IxDyn(&[rows, ids.len()]));
-            for (k, &id) in ids.iter().enumerate() {
-                onehot[[id, k]] = T::one();
-            }
-            let onehot = tp.constant(onehot);
+            let onehot = tp.constant_with(&[rows, ids.len()], |m| {
+                m.fill(T::zero());
+                ids.iter().enumerate().for_each(|(k, &id)| m[id * ids.len() + k] = T::one());
+            });
             let gt = g_matmul(tp, onehot, g);
             add(tp, table, gt);
         }
@@ -265,8 +267,12 @@ fn unary<T: Float>(tp: &mut Tape<T>, function: Unary<T>, x: Var, out: Var, g: Va
         // Piecewise-constant derivatives: a constant mask of the first-order
         // rule's own values (so boundaries are treated as it treats them).
         Unary::Relu | Unary::Abs | Unary::LeakyRelu(_) | Unary::Clamp(..) => {
-            let mask = tp.value_of(x.index()).view().mapv(|v| function.df_at(v));
-            let mask = tp.constant(mask);
+            let shape = shape_of(tp, x.index());
+            let mut mask = tp.scratch(tp.value_of(x.index()).len());
+            mask.iter_mut().zip(&tp.value_of(x.index()).data).for_each(|(m, &v)| *m = function.df_at(v));
+            let mask_var = tp.constant_with(shape.slice(), |m| m.copy_from_slice(&mask));
+            tp.recycle(mask);
+            let mask = mask_var;
             g_mul(tp, g, mask)
         }
         Unary::Sigmoid => {
@@ -355,16 +361,21 @@ fn layer_norm<T: Float>(tp: &mut Tape<T>, x: Var, gamma: Var, g: Var, eps: T) ->
     (gx, g_gamma, g_beta)
 }
 
+/// Node `x`'s shape, held inline up to four dims (no allocation).
+fn shape_of<T: Float>(tp: &Tape<T>, x: NodeId) -> IxDyn {
+    tp.value_of(x).shape.clone()
+}
+
 /// `g` summed back to the shape of node `x` over the dims broadcasting
 /// stretched (leading dims, and dims where `x` has 1).
 fn unbroadcast<T: Float>(tp: &mut Tape<T>, g: Var, x: NodeId) -> Var {
-    let target = tp.shape(x).to_vec();
+    let target = shape_of(tp, x);
     let mut g = g;
-    while tp.value(g).ndim() > target.len() {
+    while tp.shape(g.index()).len() > target.ndim() {
         g = g_sum_axis(tp, g, 0, false);
     }
-    for (axis, &d) in target.iter().enumerate() {
-        if d == 1 && tp.value(g).shape()[axis] != 1 {
+    for (axis, &d) in target.slice().iter().enumerate() {
+        if d == 1 && tp.shape(g.index())[axis] != 1 {
             g = g_sum_axis(tp, g, axis as isize, true);
         }
     }
@@ -373,31 +384,31 @@ fn unbroadcast<T: Float>(tp: &mut Tape<T>, g: Var, x: NodeId) -> Var {
 
 /// `g` (broadcastable to node `x`'s shape) stretched to it: `g · ones`.
 fn expand<T: Float>(tp: &mut Tape<T>, g: Var, x: NodeId) -> Var {
-    let ones = tp.constant(ArrayD::<T>::ones(IxDyn(tp.shape(x))));
+    let shape = shape_of(tp, x);
+    let ones = tp.constant_with(shape.slice(), |o| o.fill(T::one()));
     g_mul(tp, g, ones)
 }
 
 /// `g` of a reduction over `axis` of node `x`, with that axis kept as 1.
 fn keep_axis<T: Float>(tp: &mut Tape<T>, g: Var, x: NodeId, axis: usize) -> Var {
-    let mut shape = tp.shape(x).to_vec();
+    let mut shape = shape_of(tp, x);
     shape[axis] = 1;
-    if tp.value(g).shape() == shape.as_slice() { g } else { g_reshape(tp, g, &shape) }
+    if tp.shape(g.index()) == shape.slice() { g } else { g_reshape(tp, g, shape.slice()) }
 }
 
 /// `g` placed at `starts` in zeros of `shape` (slice's gradient), by
 /// concatenating zeros before and after it on each axis.
-fn pad<T: Float>(tp: &mut Tape<T>, g: Var, shape: Vec<usize>, starts: &[usize]) -> Var {
+fn pad<T: Float>(tp: &mut Tape<T>, g: Var, shape: IxDyn, starts: &[usize]) -> Var {
     let mut g = g;
-    for (axis, (&start, &full)) in starts.iter().zip(&shape).enumerate() {
-        let current = tp.value(g).shape().to_vec();
-        let after = full - start - current[axis];
+    for (axis, (&start, &full)) in starts.iter().zip(shape.slice()).enumerate() {
+        let after = full - start - tp.shape(g.index())[axis];
         for (len, before) in [(start, true), (after, false)] {
             if len == 0 {
                 continue;
             }
-            let mut zeros_shape = tp.value(g).shape().to_vec();
+            let mut zeros_shape = shape_of(tp, g.index());
             zeros_shape[axis] = len;
-            let zeros = tp.constant(ArrayD::<T>::zeros(IxDyn(&zeros_shape)));
+            let zeros = tp.constant_with(zeros_shape.slice(), |z| z.fill(T::zero()));
             g = if before { g_concat(tp, zeros, g, axis as isize) } else { g_concat(tp, g, zeros, axis as isize) };
         }
     }

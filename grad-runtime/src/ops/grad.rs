@@ -23,8 +23,8 @@ use crate::{Float, Tape, Var};
 /// ```
 #[track_caller]
 pub fn g_grad<T: Float>(tape: &mut Tape<T>, y: Var, x: Var) -> Var {
-    match tape.grad_graph(y, &[x]) {
-        Ok(grads) => grads[0],
+    match tape.grad_graph_one(y, x, std::panic::Location::caller()) {
+        Ok(grad) => grad,
         Err(error) => {
             tape.poison(error);
             tape.poisoned_var()

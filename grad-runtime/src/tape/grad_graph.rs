@@ -5,10 +5,10 @@
 
 use std::panic::Location;
 
-use ndarray::{ArrayD, IxDyn};
+use ndarray::Dimension;
 
 use crate::error::{ErrorKind, GradError};
-use crate::ops::backward_graph;
+use crate::ops::{Op, backward_graph};
 use crate::tape::NodeId;
 use crate::{Float, Tape, Var, g_add};
 
@@ -57,35 +57,78 @@ impl<T: Float> Tape<T> {
     /// ```
     #[track_caller]
     pub fn grad_graph(&mut self, y: Var, xs: &[Var]) -> Result<Vec<Var>, GradError> {
+        let mut grads = Vec::with_capacity(xs.len());
+        self.record_gradients(y, xs, Location::caller(), |_, g| grads.push(g))?;
+        Ok(grads)
+    }
+
+    /// [`grad_graph`](Tape::grad_graph) for one input, without the `Vec`:
+    /// what `grad(y, x)` in a block calls.
+    pub(crate) fn grad_graph_one(
+        &mut self,
+        y: Var,
+        x: Var,
+        location: &'static Location<'static>,
+    ) -> Result<Var, GradError> {
+        let mut grad = None;
+        self.record_gradients(y, &[x], location, |_, g| grad = Some(g))?;
+        Ok(grad.expect("invariant: one gradient per input"))
+    }
+
+    /// Records the gradients and hands each input's to `each(k, gradient)`,
+    /// in order. Its working vectors are the tape's, kept between calls, so
+    /// a steady state allocates nothing here.
+    fn record_gradients(
+        &mut self,
+        y: Var,
+        xs: &[Var],
+        location: &'static Location<'static>,
+        mut each: impl FnMut(usize, Var),
+    ) -> Result<(), GradError> {
         const OP: &str = "Tape::grad_graph";
-        let location = Location::caller();
         if let Some(error) = self.error() {
             return Err(error.clone());
         }
         let y_id = self.check_or_error(OP, y, location)?;
-        let mut x_ids = Vec::with_capacity(xs.len());
         for &x in xs {
-            x_ids.push(self.check_or_error(OP, x, location)?);
+            self.check_or_error(OP, x, location)?;
         }
         let elements = self.nodes[y_id].value.len();
         if elements != 1 {
             let kind = ErrorKind::NotScalar { elements };
             return Err(GradError::new(OP, kind, vec![self.shape(y_id).to_vec()], location));
         }
-        let depends = self.depends_on(&x_ids, y_id);
+        let mut scratch = std::mem::take(&mut self.graph_scratch);
+        self.on_paths(xs, y_id, &mut scratch);
+        let result = self.record_walk(y_id, xs, &mut scratch, location, &mut each);
+        self.graph_scratch = scratch;
+        result
+    }
+
+    /// The walk of `record_gradients`, once `scratch.on_path` is known.
+    fn record_walk(
+        &mut self,
+        y_id: NodeId,
+        xs: &[Var],
+        scratch: &mut GraphScratch,
+        location: &'static Location<'static>,
+        each: &mut impl FnMut(usize, Var),
+    ) -> Result<(), GradError> {
+        const OP: &str = "Tape::grad_graph";
         // Refused before anything is recorded.
-        for id in (0..=y_id).filter(|&id| depends[id]) {
+        for id in (0..=y_id).filter(|&id| scratch.on_path[id]) {
             if let Some(op) = backward_graph::unsupported(&self.nodes[id].op) {
                 let kind = ErrorKind::NoGraphBackward { op };
                 return Err(GradError::new(OP, kind, vec![self.shape(id).to_vec()], location));
             }
         }
-
         let before = self.nodes.len();
-        let seed = self.constant(ArrayD::<T>::ones(self.nodes[y_id].value.shape.clone()));
-        let mut adjoints: Vec<Option<Var>> = vec![None; self.nodes.len()];
-        adjoints[y_id] = Some(seed);
-        if let Err(op) = self.walk_graph(y_id, 0, &depends, &mut adjoints) {
+        let shape = self.nodes[y_id].value.shape.clone();
+        let seed = self.constant_with(shape.slice(), |s| s.fill(T::one()));
+        scratch.adjoints.clear();
+        scratch.adjoints.resize(self.nodes.len(), None);
+        scratch.adjoints[y_id] = Some(seed);
+        if let Err(op) = self.walk_graph(y_id, 0, &scratch.on_path, &mut scratch.adjoints) {
             self.truncate_nodes(before);
             let kind = ErrorKind::NoGraphBackward { op };
             return Err(GradError::new(OP, kind, Vec::new(), location));
@@ -93,43 +136,47 @@ impl<T: Float> Tape<T> {
         if let Some(error) = self.error() {
             return Err(error.clone());
         }
-        let grads = x_ids
-            .iter()
-            .map(|&x| match adjoints[x] {
+        for (k, &x) in xs.iter().enumerate() {
+            let g = match scratch.adjoints[x.index()] {
                 Some(g) => g,
-                None => self.constant(ArrayD::<T>::zeros(IxDyn(self.shape(x)))),
-            })
-            .collect();
-        Ok(grads)
+                None => {
+                    let shape = self.nodes[x.index()].value.shape.clone();
+                    self.constant_with(shape.slice(), |z| z.fill(T::zero()))
+                }
+            };
+            each(k, g);
+        }
+        Ok(())
     }
 
     /// Which nodes up to `y` lie on a path from one of `xs` to `y`: they
     /// depend on an `x` (through any op but `detach`), whether or not they
     /// carry a gradient, and `y` depends on them.
-    fn depends_on(&self, xs: &[NodeId], y: NodeId) -> Vec<bool> {
-        let mut depends = vec![false; y + 1];
-        for &x in xs {
-            if x <= y {
-                depends[x] = true;
-            }
+    /// Written to `scratch.on_path`, one entry per node up to `y`.
+    fn on_paths(&self, xs: &[Var], y: NodeId, scratch: &mut GraphScratch) {
+        let GraphScratch { on_path: depends, reaches, .. } = scratch;
+        depends.clear();
+        depends.resize(y + 1, false);
+        for x in xs.iter().map(|x| x.index()).filter(|&x| x <= y) {
+            depends[x] = true;
         }
         for id in 0..=y {
             if !depends[id] {
                 depends[id] = self.nodes[id].op.any_input(|input| depends[input]);
             }
         }
-        let mut reaches = vec![false; y + 1];
+        reaches.clear();
+        reaches.resize(y + 1, false);
         reaches[y] = true;
         for id in (0..=y).rev() {
             if reaches[id] {
-                let op = &self.nodes[id].op;
-                op.any_input(|input| {
+                self.nodes[id].op.any_input(|input| {
                     reaches[input] = true;
                     false
                 });
             }
         }
-        depends.iter().zip(&reaches).map(|(&d, &r)| d && r).collect()
+        depends.iter_mut().zip(reaches.iter()).for_each(|(d, &r)| *d &= r);
     }
 
     /// Walks nodes `top` down to `bottom`, recording each one's backward
@@ -148,7 +195,9 @@ impl<T: Float> Tape<T> {
             if depends.get(id) == Some(&false) {
                 continue;
             }
-            let op = self.nodes[id].op.clone();
+            // Taken out while its rule records (the rule reads other
+            // nodes, never this one's op), and put back after.
+            let op = std::mem::replace(&mut self.nodes[id].op, Op::Constant);
             let mut add = |tape: &mut Tape<T>, input: NodeId, contribution: Var| {
                 if depends.get(input) == Some(&false) {
                     return;
@@ -160,7 +209,7 @@ impl<T: Float> Tape<T> {
             };
             let start = self.nodes.len();
             let replayed = backward_graph::backward(self, &op, id, g, &mut add);
-            self.discard_op(op);
+            self.nodes[id].op = op;
             let Some(root) = replayed? else { continue };
             adjoints.resize(self.nodes.len(), None);
             if root.index() < start {
@@ -186,4 +235,15 @@ impl<T: Float> Tape<T> {
         }
         self.locations.truncate(len);
     }
+}
+
+/// The working vectors of `grad_graph`, kept by the tape between calls.
+#[derive(Default)]
+pub(crate) struct GraphScratch {
+    /// Whether each node up to `y` lies on a path from an input to `y`.
+    on_path: Vec<bool>,
+    /// Whether `y` depends on each node (a step of computing `on_path`).
+    reaches: Vec<bool>,
+    /// Each node's gradient recorded so far, as a handle.
+    adjoints: Vec<Option<Var>>,
 }

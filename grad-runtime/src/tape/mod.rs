@@ -107,6 +107,8 @@ pub struct Tape<T: Float = f32> {
     misuse: OnceLock<GradError>,
     /// Anomaly mode: see [`set_detect_anomaly`](Tape::set_detect_anomaly).
     detect_anomaly: bool,
+    /// `grad_graph`'s working vectors, kept for the next call.
+    graph_scratch: grad_graph::GraphScratch,
 }
 
 impl<T: Float> Default for Tape<T> {
@@ -131,6 +133,7 @@ impl<T: Float> Tape<T> {
             claims: Claims::default(),
             misuse: OnceLock::new(),
             detect_anomaly: false,
+            graph_scratch: grad_graph::GraphScratch::default(),
         }
     }
 
@@ -587,6 +590,23 @@ impl<T: Float> Tape<T> {
                 self.fail(op, kind, inputs, location);
                 None
             }
+        }
+    }
+
+    /// A constant of `shape` whose elements `fill` writes (they start
+    /// unspecified), its buffer from the pool: what rules recorded as ops
+    /// use for ones, zeros and masks, so that they allocate nothing in a
+    /// steady state. `None`-free: the shapes come from live nodes, which
+    /// passed the size checks; a refused allocation poisons the tape.
+    #[track_caller]
+    pub(crate) fn constant_with(&mut self, shape: &[usize], fill: impl FnOnce(&mut [T])) -> Var {
+        let location = Location::caller();
+        match self.output("Tape::constant", IxDyn(shape), &[], location) {
+            Some(mut value) => {
+                fill(&mut value.data);
+                self.push(Op::Constant, value)
+            }
+            None => self.poisoned_var(),
         }
     }
 

@@ -3,8 +3,6 @@
 //! bit (see `check::Checked::exact`). The plan has passed its checks, so
 //! no op here fails.
 
-use ndarray::arr0;
-
 use super::check::Scalars;
 use super::plan::{Func, Src, Step, StepOp};
 use crate::dsl::{self, Operand};
@@ -41,7 +39,7 @@ impl<T: Float> Unfused<'_, T> {
             (op, b) => {
                 let x = match a {
                     Operand::Var(x) => x,
-                    Operand::Scalar(s) => tp.constant(arr0(s)),
+                    Operand::Scalar(s) => tp.constant_with(&[], |c| c[0] = s),
                 };
                 let c = step.c.map(|c| self.operand(tp, c));
                 self.apply(tp, op, x, [b, c].map(|s| self.number(s)))
