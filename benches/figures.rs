@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use common::{Attention, Mlp, normal, w2_loss, w5_loss};
 use grad_runtime::*;
 
-const WORKLOADS: [&str; 6] = ["w1", "w2", "w3", "w4", "w5", "w6"];
+const WORKLOADS: [&str; 7] = ["w1", "w2", "w3", "w4", "w5", "w6", "w9"];
 
 /// How long to time: the full measurement, or a smoke run.
 #[derive(Clone, Copy)]
@@ -166,6 +166,33 @@ fn w6(plan: Plan) {
     assert!(out.status.success(), "the W6 child failed: {}", out.status);
 }
 
+/// W9: the W1 MLP with tanh, mse; H·v in all four parameters: the
+/// gradient recorded on the tape (`grad_graph`), then one backward of
+/// `Σ ⟨g, v⟩` through it.
+fn w9(plan: Plan) {
+    use grad_runtime::ndarray::ArrayD;
+    use grad_runtime::{Rng, grad};
+    let mut tape = Tape::<f32>::new();
+    let model = Mlp::new(&mut tape, 1);
+    let [w1, b1, w2, b2] = model.params;
+    let mut rng = Rng::new(9);
+    let shapes = [&[784, 256][..], &[256], &[256, 10], &[10]];
+    let v = shapes.map(|shape| tape.constant(ArrayD::from_shape_fn(shape, |_| rng.normal() as f32)));
+    let mark = tape.mark();
+    let s = plan.median_s(20, 10, 5_000, 8, || {
+        let (x, t) = (tape.constant(&model.x), tape.constant(&model.t));
+        let loss = grad!(tape; x: [64, 784], w1: [784, 256], w2: [256, 10], t: [64, 10];
+            mse(tanh(x @ w1 + b1) @ w2 + b2, t));
+        let g = tape.grad_graph(loss, &model.params).expect("W9 is differentiable twice");
+        let (g1, g2, g3, g4) = (g[0], g[1], g[2], g[3]);
+        let [v1, v2, v3, v4] = v;
+        let gv = grad!(tape; sum(g1 * v1) + sum(g2 * v2) + sum(g3 * v3) + sum(g4 * v4));
+        tape.backward(gv).expect("the H·v is well formed");
+        tape.reset_to(mark);
+    });
+    emit("w9_hvp_us", s * 1e6, "us");
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let plan = Plan { full: args.iter().any(|a| a == "--bench") };
@@ -185,6 +212,7 @@ fn main() {
             "w4" => w4(plan),
             "w5" => w5(plan),
             "w6" => w6(plan),
+            "w9" => w9(plan),
             "w6-child" => w6_here(plan),
             other => {
                 eprintln!("figures: unknown workload {other:?} (known: {})", WORKLOADS.join(" "));

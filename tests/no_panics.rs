@@ -162,6 +162,28 @@ fn call_op(name: &str, rng: &mut Rng, tape: &mut Tape<f64>, pick: &mut dyn FnMut
         "g_where" => g_where(tape, &small_array(rng, |rng| small(rng, 2) == 0), a, b),
         "g_masked_fill" => g_masked_fill(tape, a, &small_array(rng, |rng| small(rng, 2) == 0), s),
         "g_cumsum" => g_cumsum(tape, a, axis(rng)),
+        "g_batch_norm" => {
+            let (mean, var, beta) = (pick(rng), pick(rng), pick(rng));
+            g_batch_norm(tape, a, mean, var, b, beta, small(rng, 2) == 0, rng.uniform() * 1.2, s.abs())
+        }
+        "g_group_norm" => {
+            let beta = pick(rng);
+            g_group_norm(tape, a, number(rng), b, beta, s.abs())
+        }
+        "g_detach" => g_detach(tape, a),
+        "g_custom" => match small(rng, 3) {
+            0 => common::custom_ops::stable_softplus(tape, a),
+            1 => g_custom(tape, &common::custom_ops::CheckedLog, &[a]),
+            _ => {
+                let c = pick(rng);
+                common::custom_ops::mul_add(tape, a, b, c)
+            }
+        },
+        "g_grad" => {
+            // Of a scalar made from `a` (or of `a` itself, perhaps not one).
+            let y = if small(rng, 3) == 0 { a } else { g_sum(tape, a) };
+            g_grad(tape, y, b)
+        }
         _ => return None,
     })
 }

@@ -7,7 +7,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ALL_WORKLOADS = ["w1", "w2", "w3", "w4", "w5", "w6"]
+ALL_WORKLOADS = ["w1", "w2", "w3", "w4", "w5", "w6", "w9"]
 ALL_PEERS = ["torch", "jax", "candle", "burn", "burn-flex", "ndarray"]
 
 

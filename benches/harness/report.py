@@ -26,6 +26,7 @@ FIGURES = [
     ("w5", "w5_grad_macro_ms", "lower"),
     ("w6", "w6_peak_rss_mib", "lower"),
     ("w6", "w6_rss_growth_mib", None),
+    ("w9", "w9_hvp_us", "lower"),
 ]
 
 # grad's figures for the same workload written in a `grad!` block (where elementwise chains
@@ -43,6 +44,7 @@ TITLES = {
     "w4": "W4 attention forward + backward: x[8,64,64], four [64,64] projections, softmax",
     "w5": "W5 bandwidth bound: sum(sigmoid(x)*x), backward, x[16M] (GB/s of 4 B*16M*3)",
     "w6": "W6 steady state: W1 for 2000 steps, tape reset each step, fresh process",
+    "w9": "W9 Hessian-vector product: the W1 MLP with tanh, mse, H·v in all four parameters",
 }
 
 UNIT_WORDS = {"us": "µs", "ns": "ns", "ms": "ms", "GFLOP/s": "GFLOP/s", "GB/s": "GB/s", "MiB": "MiB"}

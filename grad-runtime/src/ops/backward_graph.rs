@@ -48,6 +48,11 @@ pub(crate) fn backward<T: Float>(
     g: Var,
     add: &mut Sink<'_, T>,
 ) -> Result<Option<Var>, &'static str> {
+    // After a failed op (an allocation refused) every later op is a no-op
+    // and its handle names no node: nothing more to record or to read.
+    if !tp.is_ok() {
+        return Ok(None);
+    }
     let out = tp.var_at(id);
     let var = |tp: &Tape<T>, id: NodeId| tp.var_at(id);
     match *op {
@@ -366,16 +371,24 @@ fn shape_of<T: Float>(tp: &Tape<T>, x: NodeId) -> IxDyn {
     tp.value_of(x).shape.clone()
 }
 
+/// The shape of `v` if it names a node (not the handle of an op that
+/// failed, which every later op passes on).
+fn live_shape<T: Float>(tp: &Tape<T>, v: Var) -> Option<IxDyn> {
+    tp.check(v).ok().map(|id| shape_of(tp, id))
+}
+
 /// `g` summed back to the shape of node `x` over the dims broadcasting
 /// stretched (leading dims, and dims where `x` has 1).
 fn unbroadcast<T: Float>(tp: &mut Tape<T>, g: Var, x: NodeId) -> Var {
     let target = shape_of(tp, x);
     let mut g = g;
-    while tp.shape(g.index()).len() > target.ndim() {
+    while let Some(shape) = live_shape(tp, g)
+        && shape.ndim() > target.ndim()
+    {
         g = g_sum_axis(tp, g, 0, false);
     }
     for (axis, &d) in target.slice().iter().enumerate() {
-        if d == 1 && tp.shape(g.index())[axis] != 1 {
+        if d == 1 && live_shape(tp, g).is_some_and(|shape| shape[axis] != 1) {
             g = g_sum_axis(tp, g, axis as isize, true);
         }
     }
@@ -393,7 +406,10 @@ fn expand<T: Float>(tp: &mut Tape<T>, g: Var, x: NodeId) -> Var {
 fn keep_axis<T: Float>(tp: &mut Tape<T>, g: Var, x: NodeId, axis: usize) -> Var {
     let mut shape = shape_of(tp, x);
     shape[axis] = 1;
-    if tp.shape(g.index()) == shape.slice() { g } else { g_reshape(tp, g, shape.slice()) }
+    match live_shape(tp, g) {
+        Some(current) if current == shape => g,
+        _ => g_reshape(tp, g, shape.slice()),
+    }
 }
 
 /// `g` placed at `starts` in zeros of `shape` (slice's gradient), by
@@ -401,12 +417,13 @@ fn keep_axis<T: Float>(tp: &mut Tape<T>, g: Var, x: NodeId, axis: usize) -> Var 
 fn pad<T: Float>(tp: &mut Tape<T>, g: Var, shape: IxDyn, starts: &[usize]) -> Var {
     let mut g = g;
     for (axis, (&start, &full)) in starts.iter().zip(shape.slice()).enumerate() {
-        let after = full - start - tp.shape(g.index())[axis];
+        let Some(current) = live_shape(tp, g) else { return g };
+        let after = full - start - current[axis];
         for (len, before) in [(start, true), (after, false)] {
             if len == 0 {
                 continue;
             }
-            let mut zeros_shape = shape_of(tp, g.index());
+            let Some(mut zeros_shape) = live_shape(tp, g) else { return g };
             zeros_shape[axis] = len;
             let zeros = tp.constant_with(zeros_shape.slice(), |z| z.fill(T::zero()));
             g = if before { g_concat(tp, zeros, g, axis as isize) } else { g_concat(tp, g, zeros, axis as isize) };

@@ -211,6 +211,10 @@ impl<T: Float> Tape<T> {
             let replayed = backward_graph::backward(self, &op, id, g, &mut add);
             self.nodes[id].op = op;
             let Some(root) = replayed? else { continue };
+            if self.check(root).is_err() {
+                // The replay failed (its error is on the tape): nothing to walk.
+                continue;
+            }
             adjoints.resize(self.nodes.len(), None);
             if root.index() < start {
                 // The replay is one of the node's inputs: no op was recorded.
