@@ -46,6 +46,7 @@ pub(crate) fn backward<T: Float>(
     op: &Op<T>,
     id: NodeId,
     g: Var,
+    wants: &dyn Fn(NodeId) -> bool,
     add: &mut Sink<'_, T>,
 ) -> Result<Option<Var>, &'static str> {
     // After a failed op (an allocation refused) every later op is a no-op
@@ -57,37 +58,58 @@ pub(crate) fn backward<T: Float>(
     let var = |tp: &Tape<T>, id: NodeId| tp.var_at(id);
     match *op {
         Op::Param | Op::Constant | Op::Buffer | Op::Detach => {}
+        // Each input's share is recorded only if that input is on a path
+        // to a requested gradient (`wants`): a constant operand's would be
+        // work thrown away.
         Op::Add(a, b) => {
-            let (ga, gb) = (unbroadcast(tp, g, a), unbroadcast(tp, g, b));
-            add(tp, a, ga);
-            add(tp, b, gb);
+            if wants(a) {
+                let ga = unbroadcast(tp, g, a);
+                add(tp, a, ga);
+            }
+            if wants(b) {
+                let gb = unbroadcast(tp, g, b);
+                add(tp, b, gb);
+            }
         }
         Op::Sub(a, b) => {
-            let ga = unbroadcast(tp, g, a);
-            let negated = g_neg(tp, g);
-            let gb = unbroadcast(tp, negated, b);
-            add(tp, a, ga);
-            add(tp, b, gb);
+            if wants(a) {
+                let ga = unbroadcast(tp, g, a);
+                add(tp, a, ga);
+            }
+            if wants(b) {
+                let negated = g_neg(tp, g);
+                let gb = unbroadcast(tp, negated, b);
+                add(tp, b, gb);
+            }
         }
         Op::Mul(a, b) => {
-            let (va, vb) = (var(tp, a), var(tp, b));
-            let gb_ = g_mul(tp, g, vb);
-            let ga = unbroadcast(tp, gb_, a);
-            let ga_ = g_mul(tp, g, va);
-            let gb = unbroadcast(tp, ga_, b);
-            add(tp, a, ga);
-            add(tp, b, gb);
+            if wants(a) {
+                let vb = var(tp, b);
+                let ga = g_mul(tp, g, vb);
+                let ga = unbroadcast(tp, ga, a);
+                add(tp, a, ga);
+            }
+            if wants(b) {
+                let va = var(tp, a);
+                let gb = g_mul(tp, g, va);
+                let gb = unbroadcast(tp, gb, b);
+                add(tp, b, gb);
+            }
         }
         Op::Div(a, b) => {
             // d(a / b)/da = 1 / b, d(a / b)/db = −(a / b) / b.
             let vb = var(tp, b);
             let over_b = g_div(tp, g, vb);
-            let ga = unbroadcast(tp, over_b, a);
-            let scaled = g_mul(tp, over_b, out);
-            let negated = g_neg(tp, scaled);
-            let gb = unbroadcast(tp, negated, b);
-            add(tp, a, ga);
-            add(tp, b, gb);
+            if wants(a) {
+                let ga = unbroadcast(tp, over_b, a);
+                add(tp, a, ga);
+            }
+            if wants(b) {
+                let scaled = g_mul(tp, over_b, out);
+                let negated = g_neg(tp, scaled);
+                let gb = unbroadcast(tp, negated, b);
+                add(tp, b, gb);
+            }
         }
         Op::Unary(x, function) => {
             let gx = unary(tp, function, var(tp, x), out, g);
@@ -133,14 +155,18 @@ pub(crate) fn backward<T: Float>(
         Op::MatMul(a, b) | Op::Bmm(a, b) => {
             let product = if matches!(op, Op::Bmm(..)) { g_bmm } else { g_matmul };
             let (va, vb) = (var(tp, a), var(tp, b));
-            let bt = g_transpose(tp, vb);
-            let ga = product(tp, g, bt);
-            let ga = unbroadcast(tp, ga, a);
-            let at = g_transpose(tp, va);
-            let gb = product(tp, at, g);
-            let gb = unbroadcast(tp, gb, b);
-            add(tp, a, ga);
-            add(tp, b, gb);
+            if wants(a) {
+                let bt = g_transpose(tp, vb);
+                let ga = product(tp, g, bt);
+                let ga = unbroadcast(tp, ga, a);
+                add(tp, a, ga);
+            }
+            if wants(b) {
+                let at = g_transpose(tp, va);
+                let gb = product(tp, at, g);
+                let gb = unbroadcast(tp, gb, b);
+                add(tp, b, gb);
+            }
         }
         Op::Transpose(x) => {
             let gx = g_transpose(tp, g);

@@ -208,7 +208,8 @@ impl<T: Float> Tape<T> {
                 });
             };
             let start = self.nodes.len();
-            let replayed = backward_graph::backward(self, &op, id, g, &mut add);
+            let wants = |input: NodeId| depends.get(input) != Some(&false);
+            let replayed = backward_graph::backward(self, &op, id, g, &wants, &mut add);
             self.nodes[id].op = op;
             let Some(root) = replayed? else { continue };
             if self.check(root).is_err() {
