@@ -94,6 +94,13 @@ case("embedding", [randn(3, 4)], lambda t: s(F.embedding(torch.tensor([2, 0, 2, 
 case("layer_norm", [randn(2, 3, 4), randn(4), randn(4)], lambda x, g, b: s(F.layer_norm(x, (4,), g, b, 1e-5)).sum())
 mask = torch.tensor([[True, False, True, False], [False, False, True, True], [True, True, False, False]])
 case("where", [x, randn(4)], lambda a, b: s(torch.where(mask, a, b)).sum())
+# Cases added later go below, so the random draws above stay the same.
+case("index_select", [randn(3, 4)], lambda x: s(torch.index_select(s(x), 1, torch.tensor([3, 0, 3, 2]))).sum())
+gather_index = torch.tensor([[2, 0, 1, 2], [0, 0, 2, 1]])
+case("gather", [randn(3, 4)], lambda x: s(torch.gather(s(x), 0, gather_index)).sum())
+image = randn(1, 2, 5, 5)
+case("max_pool2d", [image], lambda x: s(F.max_pool2d(s(x), 2, 2, 1)).sum())
+case("avg_pool2d", [image], lambda x: s(F.avg_pool2d(s(x), 3, 2, 1)).sum())
 
 # Third order: a physics-informed loss on u'' (two nested gradients in the
 # constant input x) differentiated in the network's parameters.

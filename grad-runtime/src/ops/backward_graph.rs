@@ -5,17 +5,17 @@
 //! derivatives (relu, abs, clamp, max) are constants: their own derivative
 //! is zero.
 //!
-//! An op with no graph form (conv2d, pooling, batch and group norm,
-//! gather, index_select, a custom op without `backward_graph`) is refused
+//! An op with no graph form (conv2d, batch and group norm, a custom op
+//! without `backward_graph`) is refused
 //! by name: [`unsupported`] finds the built-ins before anything is
 //! recorded, and a custom op says so when asked.
 
 use ndarray::{Dimension, IxDyn};
 
-use crate::ops::Op;
 use crate::ops::axis::AxisLanes;
 use crate::ops::reduce::{argmax_lane, argmin_lane};
 use crate::ops::unary::Unary;
+use crate::ops::{Op, index, pool, scatter};
 use crate::tape::NodeId;
 use crate::*;
 
@@ -25,13 +25,7 @@ pub(crate) type Sink<'a, T> = dyn FnMut(&mut Tape<T>, NodeId, Var) + 'a;
 /// The name of an op whose backward has no graph form, if `op` is one.
 pub(crate) fn unsupported<T: Float>(op: &Op<T>) -> Option<&'static str> {
     match op {
-        Op::Conv2d { .. }
-        | Op::MaxPool2d { .. }
-        | Op::AvgPool2d { .. }
-        | Op::BatchNorm { .. }
-        | Op::GroupNorm { .. }
-        | Op::Gather { .. }
-        | Op::IndexSelect { .. } => Some(op.name()),
+        Op::Conv2d { .. } | Op::BatchNorm { .. } | Op::GroupNorm { .. } => Some(op.name()),
         _ => None,
     }
 }
@@ -278,13 +272,51 @@ pub(crate) fn backward<T: Float>(
                 }
             }
         }
-        Op::Conv2d { .. }
-        | Op::MaxPool2d { .. }
-        | Op::AvgPool2d { .. }
-        | Op::BatchNorm { .. }
-        | Op::GroupNorm { .. }
-        | Op::Gather { .. }
-        | Op::IndexSelect { .. } => return Err(op.name()),
+        // Indexing and pooling: a flat index map, applied by `take` or
+        // `scatter_add` (each the other's adjoint).
+        Op::Gather { x, axis, ref indices } => {
+            let (x_shape, out_shape) = (shape_of(tp, x), shape_of(tp, id));
+            let mut sources = tp.index_scratch(0);
+            index::gather_sources(x_shape.slice(), out_shape.slice(), axis, indices, &mut sources);
+            let gx = scatter::scatter_add(tp, g, sources, x_shape);
+            add(tp, x, gx);
+        }
+        Op::IndexSelect { x, axis, ref indices } => {
+            let x_shape = shape_of(tp, x);
+            let mut sources = tp.index_scratch(0);
+            index::index_select_sources(x_shape.slice(), axis, indices, &mut sources);
+            let gx = scatter::scatter_add(tp, g, sources, x_shape);
+            add(tp, x, gx);
+        }
+        Op::MaxPool2d { x, spec } => {
+            let x_shape = shape_of(tp, x);
+            let mut sources = tp.index_scratch(0);
+            pool::max_pool2d_sources(&tp.value_of(x).data, x_shape.slice(), spec, &mut sources);
+            let gx = scatter::scatter_add(tp, g, sources, x_shape);
+            add(tp, x, gx);
+        }
+        Op::AvgPool2d { x, spec } => {
+            // Each window's g, scaled, to every input element it covers.
+            let x_shape = shape_of(tp, x);
+            let (mut outputs, mut inputs) = (tp.index_scratch(0), tp.index_scratch(0));
+            let scale: T = pool::avg_pool2d_pairs(x_shape.slice(), spec, &mut outputs, &mut inputs);
+            let pairs = IxDyn(&[outputs.len()]);
+            let shares = scatter::take(tp, g, outputs, pairs);
+            let shares = g_muls(tp, shares, scale);
+            let gx = scatter::scatter_add(tp, shares, inputs, x_shape);
+            add(tp, x, gx);
+        }
+        Op::Take { x, ref indices } => {
+            let copy = tp.copy_indices(indices);
+            let gx = scatter::scatter_add(tp, g, copy, shape_of(tp, x));
+            add(tp, x, gx);
+        }
+        Op::ScatterAdd { x, ref indices } => {
+            let copy = tp.copy_indices(indices);
+            let gx = scatter::take(tp, g, copy, shape_of(tp, x));
+            add(tp, x, gx);
+        }
+        Op::Conv2d { .. } | Op::BatchNorm { .. } | Op::GroupNorm { .. } => return Err(op.name()),
     }
     Ok(None)
 }

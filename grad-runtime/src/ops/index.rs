@@ -94,6 +94,19 @@ pub(crate) fn gather_backward<T: Float>(
     sink.contribute_zeroed(x, |c| walk_gather(shape, g.shape(), axis, indices, |p, at| c[at] += g.data[p]));
 }
 
+/// For `grad_graph`: the offset in `x` each output element of a gather reads.
+pub(crate) fn gather_sources(x: &[usize], out: &[usize], axis: usize, indices: &[usize], sources: &mut Vec<usize>) {
+    walk_gather(x, out, axis, indices, |_, at| sources.push(at));
+}
+
+/// For `grad_graph`: the offset in `x` each output element of an
+/// index_select reads.
+pub(crate) fn index_select_sources(x: &[usize], axis: usize, indices: &[usize], sources: &mut Vec<usize>) {
+    // The slices come in output order.
+    let lanes = AxisLanes::new(x, axis);
+    walk_slices(lanes, indices, |_, from| sources.extend(from..from + lanes.inner));
+}
+
 /// Calls `f(p, at)` for every output position `p` (row-major over `out`)
 /// with the offset `at` in `x` (shape `x`) it reads.
 fn walk_gather(x: &[usize], out: &[usize], axis: usize, indices: &[usize], mut f: impl FnMut(usize, usize)) {

@@ -54,6 +54,7 @@ pub(crate) mod mse;
 pub(crate) mod normalize;
 pub(crate) mod pool;
 pub(crate) mod reduce;
+pub(crate) mod scatter;
 pub(crate) mod select;
 pub(crate) mod sink;
 pub(crate) mod softmax;
@@ -235,6 +236,17 @@ pub(crate) enum Op<T: Float> {
     },
     /// A user's op (`g_custom`): any number of inputs.
     Custom(custom::Custom<T>),
+    /// `out[i] = x[indices[i]]`: what recorded gradients of indexing and
+    /// pooling are made of (`scatter.rs`, internal).
+    Take {
+        x: NodeId,
+        indices: Vec<usize>,
+    },
+    /// `out[indices[i]] += x[i]` into zeros: `Take`'s adjoint.
+    ScatterAdd {
+        x: NodeId,
+        indices: Vec<usize>,
+    },
 }
 
 impl<T: Float> Op<T> {
@@ -285,7 +297,9 @@ impl<T: Float> Op<T> {
             | Op::AvgPool2d { x, .. }
             | Op::Gather { x, .. }
             | Op::IndexSelect { x, .. }
-            | Op::Cumsum { x, .. } => [Some(x), None, None],
+            | Op::Cumsum { x, .. }
+            | Op::Take { x, .. }
+            | Op::ScatterAdd { x, .. } => [Some(x), None, None],
             Op::Add(a, b)
             | Op::Sub(a, b)
             | Op::Mul(a, b)
@@ -343,6 +357,8 @@ impl<T: Float> Op<T> {
             Op::Where { .. } => "g_where",
             Op::Cumsum { .. } => "g_cumsum",
             Op::Custom(node) => node.name(),
+            Op::Take { .. } => "take",
+            Op::ScatterAdd { .. } => "scatter_add",
         }
     }
 
@@ -390,6 +406,8 @@ impl<T: Float> Op<T> {
             Op::Where { mask, a, b } => select::where_backward(sink, g, mask, a, b),
             Op::Cumsum { x, axis } => cumsum::cumsum_backward(sink, g, x, axis),
             Op::Custom(ref node) => custom::custom_backward(sink, g, out, node),
+            Op::Take { x, ref indices } => scatter::take_backward(sink, g, x, indices),
+            Op::ScatterAdd { x, ref indices } => scatter::scatter_add_backward(sink, g, x, indices),
         }
     }
 
@@ -403,7 +421,9 @@ impl<T: Float> Op<T> {
             | Op::Embedding { ids: indices, .. }
             | Op::Gather { indices, .. }
             | Op::IndexSelect { indices, .. }
-            | Op::Custom(custom::Custom { inputs: indices, .. }) => (Some(indices), None),
+            | Op::Custom(custom::Custom { inputs: indices, .. })
+            | Op::Take { indices, .. }
+            | Op::ScatterAdd { indices, .. } => (Some(indices), None),
             Op::Fused(node) => {
                 let (inputs, scalars) = node.into_buffers();
                 (inputs, Some(scalars))

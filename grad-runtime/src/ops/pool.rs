@@ -161,6 +161,31 @@ pub(crate) fn avg_pool2d_backward<T: Float>(
     });
 }
 
+/// For `grad_graph`: each output element's input offset (flat), the
+/// window's first maximum, which its gradient goes to.
+pub(crate) fn max_pool2d_sources<T: Float>(x: &[T], shape: &[usize], spec: PoolSpec, sources: &mut Vec<usize>) {
+    let window = Window::new(shape, spec);
+    window.for_each(|_, plane, taps| sources.push(plane + window.first_max(x, plane, taps)));
+}
+
+/// For `grad_graph`: every (output element, input offset) pair of the
+/// windows, and the share of an output's gradient each input gets.
+pub(crate) fn avg_pool2d_pairs<T: Float>(
+    shape: &[usize],
+    spec: PoolSpec,
+    outputs: &mut Vec<usize>,
+    inputs: &mut Vec<usize>,
+) -> T {
+    let window = Window::new(shape, spec);
+    window.for_each(|i, plane, taps| {
+        for o in window.offsets(taps) {
+            outputs.push(i);
+            inputs.push(plane + o);
+        }
+    });
+    T::one() / T::from_usize(window.kernel[0] * window.kernel[1])
+}
+
 /// A checked pooling geometry.
 struct Window {
     n: usize,
