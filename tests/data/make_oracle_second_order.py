@@ -101,6 +101,10 @@ case("gather", [randn(3, 4)], lambda x: s(torch.gather(s(x), 0, gather_index)).s
 image = randn(1, 2, 5, 5)
 case("max_pool2d", [image], lambda x: s(F.max_pool2d(s(x), 2, 2, 1)).sum())
 case("avg_pool2d", [image], lambda x: s(F.avg_pool2d(s(x), 3, 2, 1)).sum())
+case("conv2d", [randn(2, 2, 5, 4), randn(3, 2, 3, 2), randn(3)],
+     lambda x, w, b: s(F.conv2d(x, w, b, stride=(2, 1), padding=(1, 1))).sum())
+case("conv2d_dilated", [randn(1, 2, 5, 4), randn(2, 2, 2, 2)],
+     lambda x, w: s(F.conv2d(s(x), w, None, padding=(0, 1), dilation=(2, 1))).sum())
 
 # Third order: a physics-informed loss on u'' (two nested gradients in the
 # constant input x) differentiated in the network's parameters.

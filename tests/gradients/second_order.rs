@@ -288,6 +288,23 @@ fn indexing_and_pooling() {
         std::slice::from_ref(&image),
     );
     check(
+        "conv2d, stride, padding, bias",
+        &|tp, v| {
+            let y = g_conv2d(tp, v[0], v[1], Some(v[2]), [2, 1], [1, 1], [1, 1], 1);
+            squashed(tp, y)
+        },
+        &[rng.normal_array(&[2, 2, 5, 4]), rng.normal_array(&[3, 2, 3, 2]), rng.normal_array(&[3])],
+    );
+    check(
+        "conv2d, dilation",
+        &|tp, v| {
+            let s = squashed(tp, v[0]);
+            let y = g_conv2d(tp, s, v[1], None, [1, 1], [0, 1], [2, 1], 1);
+            squashed(tp, y)
+        },
+        &[rng.normal_array(&[1, 2, 5, 4]), rng.normal_array(&[2, 2, 2, 2])],
+    );
+    check(
         "avg_pool2d",
         &|tp, v| {
             let s = squashed(tp, v[0]);
@@ -410,10 +427,10 @@ fn unreached_inputs_get_zeros_and_constants_are_differentiable() {
 #[test]
 fn an_op_without_a_graph_backward_is_an_error_naming_it_and_records_nothing() {
     let mut tp = Tape::<f64>::new();
-    let x = tp.param(ArrayD::<f64>::zeros(IxDyn(&[1, 1, 4, 4])));
+    let x = tp.param(ArrayD::<f64>::zeros(IxDyn(&[1, 2, 4, 4])));
     let w = tp.param(ArrayD::<f64>::ones(IxDyn(&[2, 1, 3, 3])));
-    // conv2d's backward is not written as ops yet.
-    let y = grad!(tp; sum(tanh(conv2d(x, w, None))));
+    // A grouped convolution's backward is not written as ops yet.
+    let y = grad!(tp; sum(tanh(conv2d(x, w, None, [1, 1], [0, 0], [1, 1], 2))));
     let len = tp.len();
     let err = tp.grad_graph(y, &[w]).unwrap_err();
     assert_eq!((err.op(), err.kind()), ("Tape::grad_graph", &ErrorKind::NoGraphBackward { op: "g_conv2d" }));
@@ -550,6 +567,15 @@ fn oracle_program(name: &str, tp: &mut Tape<f64>, v: &[Var]) -> Var {
             let y = g_avg_pool2d(tp, sx, [3, 3], [2, 2], [1, 1]);
             s(tp, y)
         }
+        "conv2d" => {
+            let y = g_conv2d(tp, v[0], v[1], Some(v[2]), [2, 1], [1, 1], [1, 1], 1);
+            s(tp, y)
+        }
+        "conv2d_dilated" => {
+            let sx = s(tp, v[0]);
+            let y = g_conv2d(tp, sx, v[1], None, [1, 1], [0, 1], [2, 1], 1);
+            s(tp, y)
+        }
         "where" => {
             let mask = array![[true, false, true, false], [false, false, true, true], [true, true, false, false]];
             let w = g_where(tp, &mask, v[0], v[1]);
@@ -572,7 +598,7 @@ fn pytorch_double_backward_oracle() {
         serde_json::from_str(include_str!("../data/oracle_second_order.json")).expect("the oracle is JSON");
     assert_eq!(file["format"], "grad-second-order/1");
     let cases = file["cases"].as_array().unwrap();
-    assert_eq!(cases.len(), 37);
+    assert_eq!(cases.len(), 39);
     for case in cases {
         let name = case["name"].as_str().unwrap();
         let list = |key: &str| case[key].as_array().unwrap().iter().map(json_array).collect::<Vec<_>>();

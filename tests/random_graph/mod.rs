@@ -611,7 +611,7 @@ impl Graph {
 
 /// Whether `grad_graph` can differentiate again through the step.
 fn second_order(step: &Step) -> bool {
-    !matches!(step, Step::Conv2d(..) | Step::BatchNorm(..) | Step::GroupNorm(..))
+    !matches!(step, Step::BatchNorm(..) | Step::GroupNorm(..))
 }
 
 fn unary<T: Float>(name: &str, tape: &mut Tape<T>, x: Var) -> Var {

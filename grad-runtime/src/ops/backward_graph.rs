@@ -5,8 +5,8 @@
 //! derivatives (relu, abs, clamp, max) are constants: their own derivative
 //! is zero.
 //!
-//! An op with no graph form (conv2d, batch and group norm, a custom op
-//! without `backward_graph`) is refused
+//! An op with no graph form (a grouped conv2d, batch and group norm, a
+//! custom op without `backward_graph`) is refused
 //! by name: [`unsupported`] finds the built-ins before anything is
 //! recorded, and a custom op says so when asked.
 
@@ -15,7 +15,7 @@ use ndarray::{Dimension, IxDyn};
 use crate::ops::axis::AxisLanes;
 use crate::ops::reduce::{argmax_lane, argmin_lane};
 use crate::ops::unary::Unary;
-use crate::ops::{Op, index, pool, scatter};
+use crate::ops::{Op, conv, index, pool, scatter};
 use crate::tape::NodeId;
 use crate::*;
 
@@ -25,7 +25,8 @@ pub(crate) type Sink<'a, T> = dyn FnMut(&mut Tape<T>, NodeId, Var) + 'a;
 /// The name of an op whose backward has no graph form, if `op` is one.
 pub(crate) fn unsupported<T: Float>(op: &Op<T>) -> Option<&'static str> {
     match op {
-        Op::Conv2d { .. } | Op::BatchNorm { .. } | Op::GroupNorm { .. } => Some(op.name()),
+        Op::Conv2d { spec, .. } if !conv::single_group(*spec) => Some(op.name()),
+        Op::BatchNorm { .. } | Op::GroupNorm { .. } => Some(op.name()),
         _ => None,
     }
 }
@@ -316,7 +317,48 @@ pub(crate) fn backward<T: Float>(
             let gx = scatter::take(tp, g, copy, shape_of(tp, x));
             add(tp, x, gx);
         }
-        Op::Conv2d { .. } | Op::BatchNorm { .. } | Op::GroupNorm { .. } => return Err(op.name()),
+        Op::Conv2d { x, w, b, spec } => {
+            let (xs, ws) = (shape_of(tp, x), shape_of(tp, w));
+            let mut sources = tp.index_scratch(0);
+            let Some(([ph, pw], [oh, ow])) = conv::im2col_sources(xs.slice(), ws.slice(), spec, &mut sources) else {
+                tp.recycle_indices(sources);
+                return Err(op.name());
+            };
+            let ([n, c, h, wd], [o, _, kh, kw]) = ([xs[0], xs[1], xs[2], xs[3]], [ws[0], ws[1], ws[2], ws[3]]);
+            let (positions, taps) = (oh * ow, c * kh * kw);
+            let padded = IxDyn(&[n, c, h + 2 * ph, wd + 2 * pw]);
+            // g as a product's gradient: [N, O, OH·OW].
+            let g3 = g_reshape(tp, g, &[n, o, positions]);
+            if wants(w) {
+                // Σ over images of g · im2col(x), the im2col a `take` of the padded input.
+                let xp = pad(tp, var(tp, x), padded.clone(), &[0, 0, ph, pw]);
+                let copy = tp.copy_indices(&sources);
+                let cols = scatter::take(tp, xp, copy, IxDyn(&[n, positions, taps]));
+                let per_image = g_bmm(tp, g3, cols);
+                let gw = g_sum_axis(tp, per_image, 0, false);
+                let gw = g_reshape(tp, gw, ws.slice());
+                add(tp, w, gw);
+            }
+            if wants(x) {
+                // gᵀ · W scattered back to the padded input, then cropped.
+                let gt = g_transpose(tp, g3);
+                let wr = g_reshape(tp, var(tp, w), &[o, taps]);
+                let cols = g_matmul(tp, gt, wr);
+                let gxp = scatter::scatter_add(tp, cols, sources, padded);
+                let gx = g_slice(tp, gxp, &[0, 0, ph, pw], &[n, c, ph + h, pw + wd]);
+                add(tp, x, gx);
+            } else {
+                tp.recycle_indices(sources);
+            }
+            if let Some(b) = b
+                && wants(b)
+            {
+                let per_channel = g_sum_axis(tp, g3, 0, false);
+                let gb = g_sum_axis(tp, per_channel, 1, false);
+                add(tp, b, gb);
+            }
+        }
+        Op::BatchNorm { .. } | Op::GroupNorm { .. } => return Err(op.name()),
     }
     Ok(None)
 }

@@ -334,6 +334,51 @@ pub(crate) fn check_window_args(
     Ok(())
 }
 
+/// A single-group convolution seen as a product: for `grad_graph`, the
+/// offset in the input padded by `padding` on both sides (shape
+/// `[N, C, H + 2 ph, W + 2 pw]`) of every element of the im2col matrix
+/// `[N, OH·OW, C·kh·kw]`, written to `sources`. Returns the padding and
+/// `[OH, OW]`; `None` for a grouped convolution (not written as ops yet).
+pub(crate) fn im2col_sources(
+    x: &[usize],
+    w: &[usize],
+    spec: ConvSpec,
+    sources: &mut Vec<usize>,
+) -> Option<([usize; 2], [usize; 2])> {
+    if spec.groups != 1 {
+        return None;
+    }
+    let widen = |p: [u32; 2]| p.map(|v| v as usize);
+    let (stride, padding, dilation) = (widen(spec.stride), widen(spec.padding), widen(spec.dilation));
+    let ([n, c, h, wd], [_, _, kh, kw]) = (<[usize; 4]>::try_from(x).ok()?, <[usize; 4]>::try_from(w).ok()?);
+    let out = [0, 1].map(|i| {
+        let (len, k) = if i == 0 { (h, kh) } else { (wd, kw) };
+        window_count(len, k, stride[i], padding[i], dilation[i]).expect("invariant: checked in the forward pass")
+    });
+    let (hp, wp) = (h + 2 * padding[0], wd + 2 * padding[1]);
+    for image in 0..n {
+        for oi in 0..out[0] {
+            for oj in 0..out[1] {
+                for channel in 0..c {
+                    for ki in 0..kh {
+                        let row = oi * stride[0] + ki * dilation[0];
+                        for kj in 0..kw {
+                            let col = oj * stride[1] + kj * dilation[1];
+                            sources.push(((image * c + channel) * hp + row) * wp + col);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Some((padding, out))
+}
+
+/// Whether the convolution has one group (its backward is then written as ops).
+pub(crate) fn single_group(spec: ConvSpec) -> bool {
+    spec.groups == 1
+}
+
 /// How many windows of `kernel` (spread by `dilation`) fit along a dim of
 /// `len` padded by `padding` on both sides, `stride` apart: PyTorch's formula.
 pub(crate) fn window_count(

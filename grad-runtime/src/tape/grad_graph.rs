@@ -32,8 +32,8 @@ impl<T: Float> Tape<T> {
     /// Errors, with nothing recorded: a bad handle, a `y` of more than one
     /// element ([`ErrorKind::NotScalar`]), a tape already poisoned, and a
     /// path from `y` to an `x` through an op whose backward is not written
-    /// as ops ([`ErrorKind::NoGraphBackward`], naming it: conv2d, batch and
-    /// group norm, a custom op without
+    /// as ops ([`ErrorKind::NoGraphBackward`], naming it: a grouped conv2d,
+    /// batch and group norm, a custom op without
     /// [`backward_graph`](crate::CustomOp::backward_graph)).
     ///
     /// ```
