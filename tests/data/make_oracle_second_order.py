@@ -103,6 +103,12 @@ case("max_pool2d", [image], lambda x: s(F.max_pool2d(s(x), 2, 2, 1)).sum())
 case("avg_pool2d", [image], lambda x: s(F.avg_pool2d(s(x), 3, 2, 1)).sum())
 case("conv2d", [randn(2, 2, 5, 4), randn(3, 2, 3, 2), randn(3)],
      lambda x, w, b: s(F.conv2d(x, w, b, stride=(2, 1), padding=(1, 1))).sum())
+stats = (torch.tensor([0.1, -0.2, 0.3], dtype=DT), torch.tensor([1.5, 0.5, 1.0], dtype=DT))
+case("batch_norm", [randn(4, 3, 2, 2), randn(3), randn(3)],
+     lambda x, g, b: s(F.batch_norm(x, stats[0].clone(), stats[1].clone(), g, b, training=True, eps=1e-5)).sum())
+case("batch_norm_eval", [randn(4, 3, 2, 2), randn(3), randn(3)],
+     lambda x, g, b: s(F.batch_norm(x, stats[0], stats[1], g, b, training=False, eps=1e-5)).sum())
+case("group_norm", [randn(2, 4, 3), randn(4), randn(4)], lambda x, g, b: s(F.group_norm(x, 2, g, b, 1e-5)).sum())
 case("conv2d_dilated", [randn(1, 2, 5, 4), randn(2, 2, 2, 2)],
      lambda x, w: s(F.conv2d(s(x), w, None, padding=(0, 1), dilation=(2, 1))).sum())
 

@@ -316,6 +316,34 @@ fn indexing_and_pooling() {
 }
 
 #[test]
+fn batch_and_group_norm() {
+    let mut rng = Rng::new(98);
+    let inputs = [rng.normal_array(&[3, 2, 2, 2]), rng.normal_array(&[2]), rng.normal_array(&[2])];
+    for train in [true, false] {
+        check(
+            if train { "batch_norm, training" } else { "batch_norm, evaluation" },
+            &|tp, v| {
+                let (mean, var) = (tp.buffer(array![0.1, -0.2]), tp.buffer(array![1.5, 0.5]));
+                let y = g_batch_norm(tp, v[0], mean, var, v[1], v[2], train, 0.1, 1e-5);
+                squashed(tp, y)
+            },
+            &inputs,
+        );
+    }
+    let inputs = [rng.normal_array(&[2, 4, 3]), rng.normal_array(&[4]), rng.normal_array(&[4])];
+    for groups in [1, 2, 4] {
+        check(
+            "group_norm",
+            &|tp, v| {
+                let y = g_group_norm(tp, v[0], groups, v[1], v[2], 1e-5);
+                squashed(tp, y)
+            },
+            &inputs,
+        );
+    }
+}
+
+#[test]
 fn fused_regions_are_differentiated_through_their_unfused_ops() {
     let mut rng = Rng::new(96);
     let inputs = [rng.normal_array(&[3, 4]), rng.normal_array(&[4])];
@@ -567,6 +595,20 @@ fn oracle_program(name: &str, tp: &mut Tape<f64>, v: &[Var]) -> Var {
             let y = g_avg_pool2d(tp, sx, [3, 3], [2, 2], [1, 1]);
             s(tp, y)
         }
+        "batch_norm" => {
+            let (mean, var) = (tp.buffer(array![0.1, -0.2, 0.3]), tp.buffer(array![1.5, 0.5, 1.0]));
+            let y = g_batch_norm(tp, v[0], mean, var, v[1], v[2], true, 0.1, 1e-5);
+            s(tp, y)
+        }
+        "batch_norm_eval" => {
+            let (mean, var) = (tp.buffer(array![0.1, -0.2, 0.3]), tp.buffer(array![1.5, 0.5, 1.0]));
+            let y = g_batch_norm(tp, v[0], mean, var, v[1], v[2], false, 0.1, 1e-5);
+            s(tp, y)
+        }
+        "group_norm" => {
+            let y = g_group_norm(tp, v[0], 2, v[1], v[2], 1e-5);
+            s(tp, y)
+        }
         "conv2d" => {
             let y = g_conv2d(tp, v[0], v[1], Some(v[2]), [2, 1], [1, 1], [1, 1], 1);
             s(tp, y)
@@ -598,7 +640,7 @@ fn pytorch_double_backward_oracle() {
         serde_json::from_str(include_str!("../data/oracle_second_order.json")).expect("the oracle is JSON");
     assert_eq!(file["format"], "grad-second-order/1");
     let cases = file["cases"].as_array().unwrap();
-    assert_eq!(cases.len(), 39);
+    assert_eq!(cases.len(), 42);
     for case in cases {
         let name = case["name"].as_str().unwrap();
         let list = |key: &str| case[key].as_array().unwrap().iter().map(json_array).collect::<Vec<_>>();

@@ -339,30 +339,13 @@ impl Graph {
         self.push(step, shape);
     }
 
-    /// `grad(sum(a), p)` for a parameter `p`, when every op `a` depends on
-    /// has its backward written as ops (else `detach(a)`).
+    /// `grad(sum(a), p)` for a parameter `p` (every op the generator makes
+    /// has its backward written as ops: convolutions have one group).
     fn grad_of(&mut self, a: usize, r2: usize) {
-        if self.ancestors(a).into_iter().any(|i| !second_order(&self.steps[i])) {
-            let shape = self.shapes[a].clone();
-            self.push(Step::Detach(a), shape);
-            return;
-        }
         let params = self.params();
         let x = params[r2 % params.len()];
         let shape = self.shapes[x].clone();
         self.push(Step::GradOf(a, x), shape);
-    }
-
-    /// `x` and every node it is computed from.
-    fn ancestors(&self, x: usize) -> Vec<usize> {
-        let mut seen = vec![false; self.steps.len()];
-        let mut stack = vec![x];
-        while let Some(i) = stack.pop() {
-            if !std::mem::replace(&mut seen[i], true) {
-                stack.extend(operands(&self.steps[i]));
-            }
-        }
-        (0..self.steps.len()).filter(|&i| seen[i]).collect()
     }
 
     /// `flatten` or `cumsum` along a random axis of `a`.
@@ -607,11 +590,6 @@ impl Graph {
             }
         }
     }
-}
-
-/// Whether `grad_graph` can differentiate again through the step.
-fn second_order(step: &Step) -> bool {
-    !matches!(step, Step::BatchNorm(..) | Step::GroupNorm(..))
 }
 
 fn unary<T: Float>(name: &str, tape: &mut Tape<T>, x: Var) -> Var {

@@ -5,8 +5,8 @@
 //! derivatives (relu, abs, clamp, max) are constants: their own derivative
 //! is zero.
 //!
-//! An op with no graph form (a grouped conv2d, batch and group norm, a
-//! custom op without `backward_graph`) is refused
+//! An op with no graph form (a grouped conv2d, a custom op without
+//! `backward_graph`) is refused
 //! by name: [`unsupported`] finds the built-ins before anything is
 //! recorded, and a custom op says so when asked.
 
@@ -26,7 +26,6 @@ pub(crate) type Sink<'a, T> = dyn FnMut(&mut Tape<T>, NodeId, Var) + 'a;
 pub(crate) fn unsupported<T: Float>(op: &Op<T>) -> Option<&'static str> {
     match op {
         Op::Conv2d { spec, .. } if !conv::single_group(*spec) => Some(op.name()),
-        Op::BatchNorm { .. } | Op::GroupNorm { .. } => Some(op.name()),
         _ => None,
     }
 }
@@ -358,7 +357,64 @@ pub(crate) fn backward<T: Float>(
                 add(tp, b, gb);
             }
         }
-        Op::BatchNorm { .. } | Op::GroupNorm { .. } => return Err(op.name()),
+        Op::BatchNorm { x, gamma, beta, ref stats, train } => {
+            // As [N, C, S]: the statistics are over axes 0 and 2 (the
+            // batch's, recomputed as ops, in training; the running ones,
+            // constants, in evaluation).
+            let shape = shape_of(tp, x);
+            let (n, c) = (shape[0], shape[1]);
+            let s = tp.value_of(x).len() / (n * c).max(1);
+            let x3 = g_reshape(tp, var(tp, x), &[n, c, s]);
+            let g3 = g_reshape(tp, g, &[n, c, s]);
+            let gamma3 = g_reshape(tp, var(tp, gamma), &[1, c, 1]);
+            let (x_hat, rstd) = if train {
+                let mean = mean_axes(tp, x3, &[2, 0]);
+                let centred = g_sub(tp, x3, mean);
+                let squares = g_mul(tp, centred, centred);
+                let variance = mean_axes(tp, squares, &[2, 0]);
+                let rstd = rstd_of(tp, variance, stats[2 * c]);
+                (g_mul(tp, centred, rstd), rstd)
+            } else {
+                let (mean, rstd) = (&stats[..c], &stats[c..2 * c]);
+                let mean = tp.constant_with(&[1, c, 1], |m| m.copy_from_slice(mean));
+                let rstd = tp.constant_with(&[1, c, 1], |r| r.copy_from_slice(rstd));
+                let centred = g_sub(tp, x3, mean);
+                (g_mul(tp, centred, rstd), rstd)
+            };
+            let g_hat = g_mul(tp, g3, gamma3);
+            let gx = if train { normalised_grad(tp, g_hat, x_hat, rstd, &[2, 0]) } else { g_mul(tp, g_hat, rstd) };
+            let gx = g_reshape(tp, gx, shape.slice());
+            add(tp, x, gx);
+            let (g_gamma, g_beta) = affine_grads(tp, g3, x_hat, c);
+            add(tp, gamma, g_gamma);
+            add(tp, beta, g_beta);
+        }
+        Op::GroupNorm { x, gamma, beta, groups, ref stats } => {
+            // As [N, G, (C / G)·S]: each block's statistics over its last axis.
+            let shape = shape_of(tp, x);
+            let (n, c) = (shape[0], shape[1]);
+            let s = tp.value_of(x).len() / (n * c).max(1);
+            let block = c / groups.max(1) * s;
+            let eps = stats[stats.len() - 1];
+            let xb = g_reshape(tp, var(tp, x), &[n, groups, block]);
+            let mean = g_mean_axis(tp, xb, 2, true);
+            let centred = g_sub(tp, xb, mean);
+            let squares = g_mul(tp, centred, centred);
+            let variance = g_mean_axis(tp, squares, 2, true);
+            let rstd = rstd_of(tp, variance, eps);
+            let x_hat_b = g_mul(tp, centred, rstd);
+            let g3 = g_reshape(tp, g, &[n, c, s]);
+            let gamma3 = g_reshape(tp, var(tp, gamma), &[1, c, 1]);
+            let g_hat = g_mul(tp, g3, gamma3);
+            let g_hat_b = g_reshape(tp, g_hat, &[n, groups, block]);
+            let gx = normalised_grad(tp, g_hat_b, x_hat_b, rstd, &[2]);
+            let gx = g_reshape(tp, gx, shape.slice());
+            add(tp, x, gx);
+            let x_hat = g_reshape(tp, x_hat_b, &[n, c, s]);
+            let (g_gamma, g_beta) = affine_grads(tp, g3, x_hat, c);
+            add(tp, gamma, g_gamma);
+            add(tp, beta, g_beta);
+        }
     }
     Ok(None)
 }
@@ -441,6 +497,41 @@ fn unary<T: Float>(tp: &mut Tape<T>, function: Unary<T>, x: Var, out: Var, g: Va
             g_mul(tp, g, s)
         }
     }
+}
+
+/// The mean over `axes` (in that order, each kept as 1).
+fn mean_axes<T: Float>(tp: &mut Tape<T>, x: Var, axes: &[isize]) -> Var {
+    axes.iter().fold(x, |x, &axis| g_mean_axis(tp, x, axis, true))
+}
+
+/// `1 / √(var + eps)`.
+fn rstd_of<T: Float>(tp: &mut Tape<T>, var: Var, eps: T) -> Var {
+    let shifted = g_adds(tp, var, eps);
+    g_pow(tp, shifted, T::from_f64(-0.5))
+}
+
+/// The input's gradient of a normalisation through its own statistics:
+/// `rstd · (ĝ − mean(ĝ) − x̂ · mean(ĝ · x̂))`, the means over `axes`.
+fn normalised_grad<T: Float>(tp: &mut Tape<T>, g_hat: Var, x_hat: Var, rstd: Var, axes: &[isize]) -> Var {
+    let mean_g = mean_axes(tp, g_hat, axes);
+    let gx_hat = g_mul(tp, g_hat, x_hat);
+    let mean_gx = mean_axes(tp, gx_hat, axes);
+    let spread = g_mul(tp, x_hat, mean_gx);
+    let inner = g_sub(tp, g_hat, mean_g);
+    let inner = g_sub(tp, inner, spread);
+    g_mul(tp, inner, rstd)
+}
+
+/// The scale's and shift's gradients of `[N, C, S]` values: `Σ g · x̂` and
+/// `Σ g` per channel, as `[C]`.
+fn affine_grads<T: Float>(tp: &mut Tape<T>, g3: Var, x_hat: Var, c: usize) -> (Var, Var) {
+    let gx = g_mul(tp, g3, x_hat);
+    let per = |tp: &mut Tape<T>, v: Var| {
+        let v = g_sum_axis(tp, v, 2, false);
+        let v = g_sum_axis(tp, v, 0, false);
+        g_reshape(tp, v, &[c])
+    };
+    (per(tp, gx), per(tp, g3))
 }
 
 /// Layer norm's three gradients as ops, the statistics recomputed from `x`.

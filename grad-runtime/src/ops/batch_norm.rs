@@ -78,10 +78,13 @@ pub fn g_batch_norm<T: Float>(
         return tp.poisoned_var();
     };
     let channels = planes.c;
-    let mut stats = tp.scratch(2 * channels);
+    // Each channel's mean and 1 / √(var + eps), then eps (for the recorded gradient).
+    let mut stats = tp.scratch(2 * channels + 1);
+    stats[2 * channels] = eps;
     let mut running = tp.scratch(2 * channels);
     {
-        let (mean, rstd) = stats.split_at_mut(channels);
+        let (mean, rest) = stats.split_at_mut(channels);
+        let rstd = &mut rest[..channels];
         let (old_mean, old_var) = (&tp.value_of(running_mean).data, &tp.value_of(running_var).data);
         if train {
             normalize::moments(&tp.value_of(x).data, &planes, mean, rstd);
@@ -147,8 +150,7 @@ pub(crate) fn batch_norm_backward<T: Float>(
 ) {
     let (input, scale) = (sink.value(x), sink.value(gamma));
     let planes = Planes::of(input.shape(), Grouping::Channels).expect("invariant: checked by g_batch_norm");
-    let stats = stats.split_at(planes.c);
-    let stats = [stats.0, stats.1];
+    let stats = [&stats[..planes.c], &stats[planes.c..2 * planes.c]];
     sink.contribute(x, |dx| normalize::input_grad(&input.data, g.data, &planes, stats, &scale.data, train, dx));
     sink.contribute_zeroed(gamma, |d| normalize::affine_grads(&input.data, g.data, &planes, stats, Some(d), None));
     sink.contribute_zeroed(beta, |d| normalize::affine_grads(&input.data, g.data, &planes, stats, None, Some(d)));

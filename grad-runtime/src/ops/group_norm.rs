@@ -52,9 +52,12 @@ pub fn g_group_norm<T: Float>(tp: &mut Tape<T>, x: Var, groups: usize, gamma: Va
         return tp.poisoned_var();
     };
     let count = planes.groups();
-    let mut stats = tp.scratch(2 * count);
+    // Each block's mean and 1 / √(var + eps), then eps (for the recorded gradient).
+    let mut stats = tp.scratch(2 * count + 1);
+    stats[2 * count] = eps;
     {
-        let (mean, rstd) = stats.split_at_mut(count);
+        let (mean, rest) = stats.split_at_mut(count);
+        let rstd = &mut rest[..count];
         normalize::moments(&tp.value_of(x).data, &planes, mean, rstd);
         rstd.iter_mut().for_each(|r| *r = T::one() / (*r + eps).sqrt());
         let affine = [&tp.value_of(gamma).data[..], &tp.value_of(beta).data[..]];
@@ -90,8 +93,8 @@ pub(crate) fn group_norm_backward<T: Float>(
 ) {
     let (input, scale) = (sink.value(x), sink.value(gamma));
     let planes = Planes::of(input.shape(), Grouping::Blocks { groups }).expect("invariant: checked by g_group_norm");
-    let stats = stats.split_at(planes.groups());
-    let stats = [stats.0, stats.1];
+    let count = planes.groups();
+    let stats = [&stats[..count], &stats[count..2 * count]];
     sink.contribute(x, |dx| normalize::input_grad(&input.data, g.data, &planes, stats, &scale.data, true, dx));
     sink.contribute_zeroed(gamma, |d| normalize::affine_grads(&input.data, g.data, &planes, stats, Some(d), None));
     sink.contribute_zeroed(beta, |d| normalize::affine_grads(&input.data, g.data, &planes, stats, None, Some(d)));

@@ -181,7 +181,7 @@ pub(crate) enum Op<T: Float> {
         eps: T,
     },
     /// `stats`: each channel's mean, then its `1 / √(var + eps)` (the
-    /// batch's in training, the running ones in evaluation).
+    /// batch's in training, the running ones in evaluation), then `eps`.
     BatchNorm {
         x: NodeId,
         gamma: NodeId,
@@ -189,7 +189,8 @@ pub(crate) enum Op<T: Float> {
         stats: Vec<T>,
         train: bool,
     },
-    /// `stats`: each (sample, group)'s mean, then its `1 / √(var + eps)`.
+    /// `stats`: each (sample, group)'s mean, then its `1 / √(var + eps)`,
+    /// then `eps`.
     GroupNorm {
         x: NodeId,
         gamma: NodeId,

@@ -33,7 +33,7 @@ impl<T: Float> Tape<T> {
     /// element ([`ErrorKind::NotScalar`]), a tape already poisoned, and a
     /// path from `y` to an `x` through an op whose backward is not written
     /// as ops ([`ErrorKind::NoGraphBackward`], naming it: a grouped conv2d,
-    /// batch and group norm, a custom op without
+    /// a custom op without
     /// [`backward_graph`](crate::CustomOp::backward_graph)).
     ///
     /// ```
