@@ -10,21 +10,14 @@ use ndarray::IxDyn;
 use crate::ops::Op;
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
-use crate::tensor::TensorRef;
+use crate::tensor::{Tensor, TensorRef};
 use crate::{Float, Tape, Var};
 
 /// `out[i] = x[indices[i]]` (flat), `out` of `shape` (as many elements as
 /// `indices`). `indices` is a pooled buffer the node keeps.
 #[track_caller]
 pub(crate) fn take<T: Float>(tp: &mut Tape<T>, x: Var, indices: Vec<usize>, shape: IxDyn) -> Var {
-    const NAME: &str = "take";
-    let location = Location::caller();
-    let Some([id]) = tp.resolve(NAME, [x], location) else {
-        tp.recycle_indices(indices);
-        return tp.poisoned_var();
-    };
-    let Some(mut out) = tp.output(NAME, shape, &[id], location) else {
-        tp.recycle_indices(indices);
+    let Some((id, mut out, indices)) = prepare(tp, "take", x, indices, shape, Location::caller()) else {
         return tp.poisoned_var();
     };
     let data = &tp.value_of(id).data;
@@ -36,20 +29,34 @@ pub(crate) fn take<T: Float>(tp: &mut Tape<T>, x: Var, indices: Vec<usize>, shap
 /// of `x` (flat). `indices` is a pooled buffer the node keeps.
 #[track_caller]
 pub(crate) fn scatter_add<T: Float>(tp: &mut Tape<T>, x: Var, indices: Vec<usize>, shape: IxDyn) -> Var {
-    const NAME: &str = "scatter_add";
-    let location = Location::caller();
-    let Some([id]) = tp.resolve(NAME, [x], location) else {
-        tp.recycle_indices(indices);
-        return tp.poisoned_var();
-    };
-    let Some(mut out) = tp.output(NAME, shape, &[id], location) else {
-        tp.recycle_indices(indices);
+    let Some((id, mut out, indices)) = prepare(tp, "scatter_add", x, indices, shape, Location::caller()) else {
         return tp.poisoned_var();
     };
     out.data.fill(T::zero());
     let data = &tp.value_of(id).data;
     data.iter().zip(&indices).for_each(|(&v, &i)| out.data[i] += v);
     tp.push(Op::ScatterAdd { x: id, indices }, out)
+}
+
+/// The input's node and an output of `shape`, or `None` (the index buffer
+/// recycled, the tape holding why) for a bad handle or a refused allocation.
+fn prepare<T: Float>(
+    tp: &mut Tape<T>,
+    name: &'static str,
+    x: Var,
+    indices: Vec<usize>,
+    shape: IxDyn,
+    location: &'static Location<'static>,
+) -> Option<(NodeId, Tensor<T>, Vec<usize>)> {
+    let prepared =
+        tp.resolve(name, [x], location).and_then(|[id]| Some((id, tp.output(name, shape, &[id], location)?)));
+    match prepared {
+        Some((id, out)) => Some((id, out, indices)),
+        None => {
+            tp.recycle_indices(indices);
+            None
+        }
+    }
 }
 
 /// `take`'s gradient: `g` scattered back (`x[indices[i]] += g[i]`).
