@@ -387,8 +387,9 @@ impl fmt::Display for ErrorKind {
             ),
             ErrorKind::NoGraphBackward { op } => write!(
                 f,
-                "the gradient passes through {op}, whose backward is not yet written as tape ops, so it cannot be \
-                 recorded for differentiating again (tape.backward still differentiates it once)"
+                "the gradient passes through {op}, whose backward is not written as tape ops (a custom op's \
+                 backward_graph), so it cannot be recorded for differentiating again (tape.backward still \
+                 differentiates it once)"
             ),
             ErrorKind::DuplicateName { name } => write!(f, "two parameters are named `{name}`"),
             ErrorKind::UnregisteredParameter { name } => write!(

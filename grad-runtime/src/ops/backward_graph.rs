@@ -5,8 +5,8 @@
 //! derivatives (relu, abs, clamp, max) are constants: their own derivative
 //! is zero.
 //!
-//! An op with no graph form (a grouped conv2d, a custom op without
-//! `backward_graph`) is refused
+//! An op with no graph form (a custom op without `backward_graph`) is
+//! refused
 //! by name: [`unsupported`] finds the built-ins before anything is
 //! recorded, and a custom op says so when asked.
 
@@ -21,14 +21,6 @@ use crate::*;
 
 /// Where a rule puts its contributions: `add(tape, input, gradient)`.
 pub(crate) type Sink<'a, T> = dyn FnMut(&mut Tape<T>, NodeId, Var) + 'a;
-
-/// The name of an op whose backward has no graph form, if `op` is one.
-pub(crate) fn unsupported<T: Float>(op: &Op<T>) -> Option<&'static str> {
-    match op {
-        Op::Conv2d { spec, .. } if !conv::single_group(*spec) => Some(op.name()),
-        _ => None,
-    }
-}
 
 /// Records node `id`'s backward rule as ops: `g` is the gradient in the
 /// node's value; each input's share goes to `add`. A fused region is
@@ -317,41 +309,39 @@ pub(crate) fn backward<T: Float>(
             add(tp, x, gx);
         }
         Op::Conv2d { x, w, b, spec } => {
-            let (xs, ws) = (shape_of(tp, x), shape_of(tp, w));
-            let mut sources = tp.index_scratch(0);
-            let Some(([ph, pw], [oh, ow])) = conv::im2col_sources(xs.slice(), ws.slice(), spec, &mut sources) else {
-                tp.recycle_indices(sources);
-                return Err(op.name());
-            };
-            let ([n, c, h, wd], [o, _, kh, kw]) = ([xs[0], xs[1], xs[2], xs[3]], [ws[0], ws[1], ws[2], ws[3]]);
-            let (positions, taps) = (oh * ow, c * kh * kw);
-            let padded = IxDyn(&[n, c, h + 2 * ph, wd + 2 * pw]);
-            // g as a product's gradient: [N, O, OH·OW].
-            let g3 = g_reshape(tp, g, &[n, o, positions]);
-            if wants(w) {
-                // Σ over images of g · im2col(x), the im2col a `take` of the padded input.
-                let xp = pad(tp, var(tp, x), padded.clone(), &[0, 0, ph, pw]);
-                let copy = tp.copy_indices(&sources);
-                let cols = scatter::take(tp, xp, copy, IxDyn(&[n, positions, taps]));
-                let per_image = g_bmm(tp, g3, cols);
-                let gw = g_sum_axis(tp, per_image, 0, false);
-                let gw = g_reshape(tp, gw, ws.slice());
-                add(tp, w, gw);
+            // Group by group (slices of channels), each a single-group product.
+            let (xs, ws, outs) = (shape_of(tp, x), shape_of(tp, w), shape_of(tp, id));
+            let groups = conv::groups(spec);
+            let ([n, _, h, wd], [o, cg, kh, kw], [_, _, oh, ow]) =
+                ([xs[0], xs[1], xs[2], xs[3]], [ws[0], ws[1], ws[2], ws[3]], [outs[0], outs[1], outs[2], outs[3]]);
+            let og = o / groups;
+            let (mut gx, mut gw): (Option<Var>, Option<Var>) = (None, None);
+            for k in 0..groups {
+                let part = |tp: &mut Tape<T>, v: Var, starts: [usize; 4], stops: [usize; 4]| {
+                    if groups == 1 { v } else { g_slice(tp, v, &starts, &stops) }
+                };
+                let xk = part(tp, var(tp, x), [0, k * cg, 0, 0], [n, (k + 1) * cg, h, wd]);
+                let wk = part(tp, var(tp, w), [k * og, 0, 0, 0], [(k + 1) * og, cg, kh, kw]);
+                let gk = part(tp, g, [0, k * og, 0, 0], [n, (k + 1) * og, oh, ow]);
+                let shapes = ([n, cg, h, wd], [og, cg, kh, kw]);
+                let (gxk, gwk) = conv_grads(tp, [xk, wk, gk], shapes, spec, [wants(x), wants(w)]);
+                let join = |tp: &mut Tape<T>, sum: Option<Var>, next: Option<Var>, axis: isize| match (sum, next) {
+                    (Some(sum), Some(next)) => Some(g_concat(tp, sum, next, axis)),
+                    (sum, next) => sum.or(next),
+                };
+                gx = join(tp, gx, gxk, 1);
+                gw = join(tp, gw, gwk, 0);
             }
-            if wants(x) {
-                // gᵀ · W scattered back to the padded input, then cropped.
-                let gt = g_transpose(tp, g3);
-                let wr = g_reshape(tp, var(tp, w), &[o, taps]);
-                let cols = g_matmul(tp, gt, wr);
-                let gxp = scatter::scatter_add(tp, cols, sources, padded);
-                let gx = g_slice(tp, gxp, &[0, 0, ph, pw], &[n, c, ph + h, pw + wd]);
+            if let Some(gx) = gx {
                 add(tp, x, gx);
-            } else {
-                tp.recycle_indices(sources);
+            }
+            if let Some(gw) = gw {
+                add(tp, w, gw);
             }
             if let Some(b) = b
                 && wants(b)
             {
+                let g3 = g_reshape(tp, g, &[n, o, oh * ow]);
                 let per_channel = g_sum_axis(tp, g3, 0, false);
                 let gb = g_sum_axis(tp, per_channel, 1, false);
                 add(tp, b, gb);
@@ -497,6 +487,45 @@ fn unary<T: Float>(tp: &mut Tape<T>, function: Unary<T>, x: Var, out: Var, g: Va
             g_mul(tp, g, s)
         }
     }
+}
+
+/// A single-group convolution's gradients as ops, in its input `x` and
+/// weight `w` (each if wanted) from `g`: the input's is g times the weight
+/// scattered back from im2col positions of the padded input, the
+/// weight's is g times the im2col of the padded input (a `take`).
+fn conv_grads<T: Float>(
+    tp: &mut Tape<T>,
+    [x, w, g]: [Var; 3],
+    (xs, ws): ([usize; 4], [usize; 4]),
+    spec: conv::ConvSpec,
+    [want_x, want_w]: [bool; 2],
+) -> (Option<Var>, Option<Var>) {
+    let mut sources = tp.index_scratch(0);
+    let ([ph, pw], [oh, ow]) = conv::im2col_sources(&xs, &ws, spec, &mut sources);
+    let ([n, c, h, wd], [o, _, kh, kw]) = (xs, ws);
+    let (positions, taps) = (oh * ow, c * kh * kw);
+    let padded = IxDyn(&[n, c, h + 2 * ph, wd + 2 * pw]);
+    // g as a product's gradient: [N, O, OH·OW].
+    let g3 = g_reshape(tp, g, &[n, o, positions]);
+    let gw = want_w.then(|| {
+        let xp = pad(tp, x, padded.clone(), &[0, 0, ph, pw]);
+        let copy = tp.copy_indices(&sources);
+        let cols = scatter::take(tp, xp, copy, IxDyn(&[n, positions, taps]));
+        let per_image = g_bmm(tp, g3, cols);
+        let gw = g_sum_axis(tp, per_image, 0, false);
+        g_reshape(tp, gw, &ws)
+    });
+    let gx = if want_x {
+        let gt = g_transpose(tp, g3);
+        let wr = g_reshape(tp, w, &[o, taps]);
+        let cols = g_matmul(tp, gt, wr);
+        let gxp = scatter::scatter_add(tp, cols, sources, padded);
+        Some(g_slice(tp, gxp, &[0, 0, ph, pw], &[n, c, ph + h, pw + wd]))
+    } else {
+        tp.recycle_indices(sources);
+        None
+    };
+    (gx, gw)
 }
 
 /// The mean over `axes` (in that order, each kept as 1).

@@ -334,23 +334,21 @@ pub(crate) fn check_window_args(
     Ok(())
 }
 
-/// A single-group convolution seen as a product: for `grad_graph`, the
-/// offset in the input padded by `padding` on both sides (shape
-/// `[N, C, H + 2 ph, W + 2 pw]`) of every element of the im2col matrix
-/// `[N, OH·OW, C·kh·kw]`, written to `sources`. Returns the padding and
-/// `[OH, OW]`; `None` for a grouped convolution (not written as ops yet).
+/// One group of a convolution seen as a product: for `grad_graph`, the
+/// offset in the group's input (`x`, `[N, C / groups, H, W]`) padded by
+/// `padding` on both sides of every element of the im2col matrix
+/// `[N, OH·OW, (C / groups)·kh·kw]`, written to `sources`. Returns the
+/// padding and `[OH, OW]`. (The group count of `spec` is not read: the
+/// shapes are one group's.)
 pub(crate) fn im2col_sources(
-    x: &[usize],
-    w: &[usize],
+    x: &[usize; 4],
+    w: &[usize; 4],
     spec: ConvSpec,
     sources: &mut Vec<usize>,
-) -> Option<([usize; 2], [usize; 2])> {
-    if spec.groups != 1 {
-        return None;
-    }
+) -> ([usize; 2], [usize; 2]) {
     let widen = |p: [u32; 2]| p.map(|v| v as usize);
     let (stride, padding, dilation) = (widen(spec.stride), widen(spec.padding), widen(spec.dilation));
-    let ([n, c, h, wd], [_, _, kh, kw]) = (<[usize; 4]>::try_from(x).ok()?, <[usize; 4]>::try_from(w).ok()?);
+    let ([n, c, h, wd], [_, _, kh, kw]) = (*x, *w);
     let out = [0, 1].map(|i| {
         let (len, k) = if i == 0 { (h, kh) } else { (wd, kw) };
         window_count(len, k, stride[i], padding[i], dilation[i]).expect("invariant: checked in the forward pass")
@@ -371,12 +369,12 @@ pub(crate) fn im2col_sources(
             }
         }
     }
-    Some((padding, out))
+    (padding, out)
 }
 
-/// Whether the convolution has one group (its backward is then written as ops).
-pub(crate) fn single_group(spec: ConvSpec) -> bool {
-    spec.groups == 1
+/// How many groups the convolution has.
+pub(crate) fn groups(spec: ConvSpec) -> usize {
+    spec.groups as usize
 }
 
 /// How many windows of `kernel` (spread by `dilation`) fit along a dim of

@@ -31,10 +31,10 @@ impl<T: Float> Tape<T> {
     ///
     /// Errors, with nothing recorded: a bad handle, a `y` of more than one
     /// element ([`ErrorKind::NotScalar`]), a tape already poisoned, and a
-    /// path from `y` to an `x` through an op whose backward is not written
-    /// as ops ([`ErrorKind::NoGraphBackward`], naming it: a grouped conv2d,
-    /// a custom op without
-    /// [`backward_graph`](crate::CustomOp::backward_graph)).
+    /// path from `y` to an `x` through a custom op without
+    /// [`backward_graph`](crate::CustomOp::backward_graph)
+    /// ([`ErrorKind::NoGraphBackward`], naming it). Every built-in op's
+    /// backward is written as ops.
     ///
     /// ```
     /// use grad_runtime::{grad, ndarray::array, Tape};
@@ -115,13 +115,6 @@ impl<T: Float> Tape<T> {
         each: &mut impl FnMut(usize, Var),
     ) -> Result<(), GradError> {
         const OP: &str = "Tape::grad_graph";
-        // Refused before anything is recorded.
-        for id in (0..=y_id).filter(|&id| scratch.on_path[id]) {
-            if let Some(op) = backward_graph::unsupported(&self.nodes[id].op) {
-                let kind = ErrorKind::NoGraphBackward { op };
-                return Err(GradError::new(OP, kind, vec![self.shape(id).to_vec()], location));
-            }
-        }
         let before = self.nodes.len();
         let shape = self.nodes[y_id].value.shape.clone();
         let seed = self.constant_with(shape.slice(), |s| s.fill(T::one()));
