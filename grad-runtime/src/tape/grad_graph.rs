@@ -223,7 +223,9 @@ impl<T: Float> Tape<T> {
     }
 
     /// Drops the nodes from `len` on (their buffers go back to the pools):
-    /// what a failed `grad_graph` recorded, no handle to which escaped.
+    /// what a failed `grad_graph` recorded. The generation moves on, as in
+    /// `reset_to`, so a handle to a dropped node (a custom op's
+    /// `backward_graph` saw them) can never name a later one.
     fn truncate_nodes(&mut self, len: usize) {
         for node in &mut self.nodes[len..] {
             self.pool.give(std::mem::take(&mut node.value.data));
@@ -232,6 +234,7 @@ impl<T: Float> Tape<T> {
             crate::tape::recycle_op(node.op, &mut self.pool, &mut self.index_pool);
         }
         self.locations.truncate(len);
+        self.generation += 1;
     }
 }
 
