@@ -171,6 +171,8 @@ pub(crate) const BUILTINS: &[Builtin] = &[
     row("flatten", "g_flatten", &[X, param("from_axis", Kind::Axis)], Rule::Flatten),
     row("slice", "g_slice", &[X, param("starts", Kind::Dims), param("stops", Kind::Dims)], Rule::Slice),
     row("concat", "g_concat", &[A, B, AXIS], Rule::Concat),
+    // ops/permute.rs
+    row("permute", "g_permute", &[X, param("axes", Kind::Dims)], Rule::Permute),
     // ops/softmax.rs
     row("softmax", "g_softmax", &[X, AXIS], Rule::Softmax),
     row("log_softmax", "g_log_softmax", &[X, AXIS], Rule::Softmax),

@@ -25,6 +25,8 @@ pub(crate) enum Rule {
     Bmm,
     /// The last two dims swapped.
     Transpose,
+    /// The dims reordered by a list of axes, each once.
+    Permute,
     /// To the listed dims; the element count must be kept.
     Reshape,
     /// `[starts]..[stops]`, one of each per dim.
@@ -99,6 +101,7 @@ pub(crate) fn apply(rule: Rule, site: &Site) -> Outcome {
         Rule::MatMul => matmul(site),
         Rule::Bmm => bmm(site),
         Rule::Transpose => transpose(site),
+        Rule::Permute => permute(site),
         Rule::Reshape => reshape(site),
         Rule::Slice => slice(site),
         Rule::Concat => concat(site),
@@ -288,6 +291,31 @@ fn transpose(site: &Site) -> Outcome {
     let mut out = dims.to_vec();
     let n = out.len();
     out.swap(n - 2, n - 1);
+    Ok(Shape::Known(out))
+}
+
+fn permute(site: &Site) -> Outcome {
+    let x = &site.tensors[0];
+    let axes = &site.lists[0];
+    let Some(dims) = known(x) else { return Ok(Shape::Unknown) };
+    let usage = "list each axis of the input once, in the order the output takes them".to_string();
+    if axes.len() != dims.len() {
+        let summary = format!("`{}`: {} axes for a {}-D input", site.text, axes.len(), dims.len());
+        return Err(message(summary, &[is(x), usage], None));
+    }
+    let mut seen = vec![false; dims.len()];
+    let mut out = Vec::with_capacity(dims.len());
+    for axis in axes {
+        let Some(a) = axis.value() else { return Ok(Shape::Unknown) };
+        match seen.get_mut(a as usize) {
+            Some(seen) if !*seen => *seen = true,
+            _ => {
+                let summary = format!("`{}`: axis {a} is out of range or listed twice", site.text);
+                return Err(message(summary, &[is(x), usage], None));
+            }
+        }
+        out.push(dims[a as usize].clone());
+    }
     Ok(Shape::Known(out))
 }
 

@@ -203,6 +203,10 @@ for name, shape, groups in (("group_norm_4d", (2, 6, 3, 2), 3), ("group_norm_2d"
     case(name, "group_norm", {"groups": groups, "eps": 1e-5},
          [("x", randn(*shape), True), ("gamma", randn(shape[1]), True), ("beta", randn(shape[1]), True)],
          lambda x, g, b, n=groups: F.group_norm(x, n, g, b, 1e-5))
+for axes in ([1, 0], [2, 0, 1], [0, 2, 1, 3]):
+    shape = [(3, 4), (2, 3, 4), (2, 3, 2, 4)][len(axes) - 2]
+    case(f"permute_{''.join(map(str, axes))}", "permute", {"axes": axes}, [("x", randn(*shape), True)],
+         lambda x, a=axes: x.permute(*a))
 
 doc = {
     "format": "autodiff-oracle/1",

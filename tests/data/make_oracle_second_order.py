@@ -111,6 +111,7 @@ case("batch_norm_eval", [randn(4, 3, 2, 2), randn(3), randn(3)],
 case("group_norm", [randn(2, 4, 3), randn(4), randn(4)], lambda x, g, b: s(F.group_norm(x, 2, g, b, 1e-5)).sum())
 case("conv2d_groups", [randn(2, 4, 4, 3), randn(6, 2, 2, 2), randn(6)],
      lambda x, w, b: s(F.conv2d(x, w, b, padding=(1, 0), groups=2)).sum())
+case("permute", [randn(2, 3, 4)], lambda x: s(s(x).permute(2, 0, 1)).sum())
 case("conv2d_dilated", [randn(1, 2, 5, 4), randn(2, 2, 2, 2)],
      lambda x, w: s(F.conv2d(s(x), w, None, padding=(0, 1), dilation=(2, 1))).sum())
 

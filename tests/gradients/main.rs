@@ -23,6 +23,7 @@ mod layout;
 mod matmul;
 mod mse;
 mod oracle;
+mod permute;
 mod reduce;
 mod second_order;
 mod select;

@@ -153,8 +153,9 @@ fn products_and_layout() {
     );
     let x = rng.normal_array(&[2, 3, 4]);
     type Layout = fn(&mut Tape<f64>, Var) -> Var;
-    let layouts: [(&str, Layout); 4] = [
+    let layouts: [(&str, Layout); 5] = [
         ("transpose", g_transpose),
+        ("permute", |tp, x| g_permute(tp, x, &[2, 0, 1])),
         ("reshape", |tp, x| g_reshape(tp, x, &[6, 4])),
         ("slice", |tp, x| g_slice(tp, x, &[0, 1, 1], &[2, 3, 3])),
         ("concat", |tp, x| {
@@ -537,10 +538,11 @@ fn oracle_program(name: &str, tp: &mut Tape<f64>, v: &[Var]) -> Var {
             let p = g_bmm(tp, v[0], v[1]);
             s(tp, p)
         }
-        "transpose" | "reshape" | "slice" | "concat" => {
+        "transpose" | "reshape" | "slice" | "concat" | "permute" => {
             let sx = s(tp, v[0]);
             let y = match name {
                 "transpose" => g_transpose(tp, sx),
+                "permute" => g_permute(tp, sx, &[2, 0, 1]),
                 "reshape" => g_reshape(tp, sx, &[6, 4]),
                 "slice" => g_slice(tp, sx, &[0, 1, 1], &[2, 3, 3]),
                 _ => {
@@ -644,7 +646,7 @@ fn pytorch_double_backward_oracle() {
         serde_json::from_str(include_str!("../data/oracle_second_order.json")).expect("the oracle is JSON");
     assert_eq!(file["format"], "grad-second-order/1");
     let cases = file["cases"].as_array().unwrap();
-    assert_eq!(cases.len(), 43);
+    assert_eq!(cases.len(), 44);
     for case in cases {
         let name = case["name"].as_str().unwrap();
         let list = |key: &str| case[key].as_array().unwrap().iter().map(json_array).collect::<Vec<_>>();

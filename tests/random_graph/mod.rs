@@ -43,6 +43,7 @@ pub enum Step {
     MatMul(usize, usize),
     Bmm(usize, usize),
     Transpose(usize),
+    Permute(usize, Vec<usize>),
     Reshape(usize, Vec<usize>),
     Slice(usize, Vec<usize>, Vec<usize>),
     Concat(usize, usize, usize),
@@ -224,11 +225,18 @@ impl Graph {
                 let right = self.param(vec![batch, k, nn]);
                 self.push(Step::Bmm(left, right), vec![batch, m, nn]);
             }
-            15 => {
+            15 if r2.is_multiple_of(2) || self.shapes[a].len() < 2 => {
                 let x = self.as_matrix(a);
                 let mut shape = self.shapes[x].clone();
                 shape.swap(0, 1);
                 self.push(Step::Transpose(x), shape);
+            }
+            15 => {
+                // A rotation of the axes by r3 places.
+                let rank = self.shapes[a].len();
+                let axes: Vec<usize> = (0..rank).map(|d| (d + r3) % rank).collect();
+                let shape = axes.iter().map(|&d| self.shapes[a][d]).collect();
+                self.push(Step::Permute(a, axes), shape);
             }
             16 => {
                 let len = self.len_of(a);
@@ -540,6 +548,7 @@ impl Graph {
             Step::MatMul(a, b) => g_matmul(tape, v(*a), v(*b)),
             Step::Bmm(a, b) => g_bmm(tape, v(*a), v(*b)),
             Step::Transpose(a) => g_transpose(tape, v(*a)),
+            Step::Permute(a, axes) => g_permute(tape, v(*a), axes),
             Step::Reshape(a, shape) => g_reshape(tape, v(*a), shape),
             Step::Slice(a, starts, stops) => g_slice(tape, v(*a), starts, stops),
             Step::Concat(a, b, axis) => g_concat(tape, v(*a), v(*b), *axis),
@@ -636,6 +645,7 @@ pub fn operands(step: &Step) -> Vec<usize> {
         | Step::Mean(a)
         | Step::ReduceAxis(_, a, ..)
         | Step::Transpose(a)
+        | Step::Permute(a, _)
         | Step::Reshape(a, _)
         | Step::Slice(a, ..)
         | Step::Softmax(a, _)
@@ -673,6 +683,7 @@ pub fn op_name(step: &Step) -> Option<String> {
         Step::MatMul(..) => "g_matmul",
         Step::Bmm(..) => "g_bmm",
         Step::Transpose(_) => "g_transpose",
+        Step::Permute(..) => "g_permute",
         Step::Reshape(..) => "g_reshape",
         Step::Slice(..) => "g_slice",
         Step::Concat(..) => "g_concat",

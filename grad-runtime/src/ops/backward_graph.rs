@@ -15,7 +15,7 @@ use ndarray::{Dimension, IxDyn};
 use crate::ops::axis::AxisLanes;
 use crate::ops::reduce::{argmax_lane, argmin_lane};
 use crate::ops::unary::Unary;
-use crate::ops::{Op, conv, index, pool, scatter};
+use crate::ops::{Op, conv, index, permute, pool, scatter};
 use crate::tape::NodeId;
 use crate::*;
 
@@ -156,6 +156,11 @@ pub(crate) fn backward<T: Float>(
         }
         Op::Transpose(x) => {
             let gx = g_transpose(tp, g);
+            add(tp, x, gx);
+        }
+        Op::Permute { x, ref order, ndim } => {
+            let back = permute::inverse(order, ndim);
+            let gx = g_permute(tp, g, &back[..ndim as usize]);
             add(tp, x, gx);
         }
         Op::Reshape(x) => {

@@ -52,6 +52,7 @@ pub(crate) mod layout;
 pub(crate) mod matmul;
 pub(crate) mod mse;
 pub(crate) mod normalize;
+pub(crate) mod permute;
 pub(crate) mod pool;
 pub(crate) mod reduce;
 pub(crate) mod scatter;
@@ -82,6 +83,7 @@ export_ops! {
     reduce::{g_sum, g_mean, g_sum_axis, g_mean_axis, g_max_axis, g_min_axis, argmax},
     matmul::{g_matmul, g_bmm},
     layout::{g_transpose, g_reshape, g_flatten, g_slice, g_concat},
+    permute::{g_permute},
     softmax::{g_softmax, g_log_softmax},
     mse::{g_mse},
     cross_entropy::{g_cross_entropy},
@@ -147,6 +149,12 @@ pub(crate) enum Op<T: Float> {
     MatMul(NodeId, NodeId),
     Bmm(NodeId, NodeId),
     Transpose(NodeId),
+    /// `g_permute`: output axis `d` is input axis `order[d]`, for `d < ndim`.
+    Permute {
+        x: NodeId,
+        order: [u8; 8],
+        ndim: u8,
+    },
     Reshape(NodeId),
     Slice {
         x: NodeId,
@@ -288,6 +296,7 @@ impl<T: Float> Op<T> {
             | Op::MaxAxis { x, .. }
             | Op::MinAxis { x, .. }
             | Op::Transpose(x)
+            | Op::Permute { x, .. }
             | Op::Reshape(x)
             | Op::Slice { x, .. }
             | Op::Softmax { x, .. }
@@ -338,6 +347,7 @@ impl<T: Float> Op<T> {
             Op::MatMul(..) => "g_matmul",
             Op::Bmm(..) => "g_bmm",
             Op::Transpose(_) => "g_transpose",
+            Op::Permute { .. } => "g_permute",
             Op::Reshape(_) => "g_reshape",
             Op::Slice { .. } => "g_slice",
             Op::Concat { .. } => "g_concat",
@@ -383,6 +393,7 @@ impl<T: Float> Op<T> {
             Op::MinAxis { x, axis } => reduce::min_axis_backward(sink, g, x, axis),
             Op::MatMul(a, b) | Op::Bmm(a, b) => matmul::matmul_backward(sink, g, a, b),
             Op::Transpose(x) => layout::transpose_backward(sink, g, x),
+            Op::Permute { x, ref order, ndim } => permute::permute_backward(sink, g, x, order, ndim),
             Op::Reshape(x) => layout::reshape_backward(sink, g, x),
             Op::Slice { x, ref starts } => layout::slice_backward(sink, g, x, starts),
             Op::Concat { a, b, axis } => layout::concat_backward(sink, g, a, b, axis),
@@ -448,6 +459,7 @@ impl<T: Float> Op<T> {
             | Op::MatMul(..)
             | Op::Bmm(..)
             | Op::Transpose(_)
+            | Op::Permute { .. }
             | Op::Reshape(_)
             | Op::Slice { .. }
             | Op::Concat { .. }
