@@ -126,16 +126,11 @@ pub(crate) fn backward<T: Float>(
             let choose = if matches!(op, Op::MaxAxis { .. }) { argmax_lane::<T> } else { argmin_lane::<T> };
             let shape = shape_of(tp, x);
             let lanes = AxisLanes::new(shape.slice(), axis);
+            // Each lane's g to the element it chose (lanes come in g's order).
             let mut chosen = tp.index_scratch(0);
             let data = &tp.value_of(x).data;
             lanes.for_each(|_, start| chosen.push(start + choose(data, lanes, start) * lanes.inner));
-            let mask = tp.constant_with(shape.slice(), |m| {
-                m.fill(T::zero());
-                chosen.iter().for_each(|&i| m[i] = T::one());
-            });
-            tp.recycle_indices(chosen);
-            let kept = keep_axis(tp, g, x, axis);
-            let gx = g_mul(tp, kept, mask);
+            let gx = scatter::scatter_add(tp, g, chosen, shape);
             add(tp, x, gx);
         }
         Op::MatMul(a, b) | Op::Bmm(a, b) => {
@@ -225,13 +220,12 @@ pub(crate) fn backward<T: Float>(
             add(tp, logits, gx);
         }
         Op::Embedding { table, ref ids } => {
-            // onehotᵀ · g: each row of g added to the row of its id.
-            let rows = tp.shape(table)[0];
-            let onehot = tp.constant_with(&[rows, ids.len()], |m| {
-                m.fill(T::zero());
-                ids.iter().enumerate().for_each(|(k, &id)| m[id * ids.len() + k] = T::one());
-            });
-            let gt = g_matmul(tp, onehot, g);
+            // Each row of g added to the row of its id.
+            let shape = shape_of(tp, table);
+            let dim = shape[1];
+            let mut rows = tp.index_scratch(0);
+            ids.iter().for_each(|&id| rows.extend(id * dim..(id + 1) * dim));
+            let gt = scatter::scatter_add(tp, g, rows, shape);
             add(tp, table, gt);
         }
         Op::LayerNorm { x, gamma, beta, eps } => {

@@ -227,13 +227,7 @@ impl<T: Float> Tape<T> {
     /// `reset_to`, so a handle to a dropped node (a custom op's
     /// `backward_graph` saw them) can never name a later one.
     fn truncate_nodes(&mut self, len: usize) {
-        for node in &mut self.nodes[len..] {
-            self.pool.give(std::mem::take(&mut node.value.data));
-        }
-        for node in self.nodes.drain(len..) {
-            crate::tape::recycle_op(node.op, &mut self.pool, &mut self.index_pool);
-        }
-        self.locations.truncate(len);
+        self.drop_nodes_from(len);
         self.generation += 1;
     }
 }

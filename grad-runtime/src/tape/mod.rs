@@ -253,16 +253,7 @@ impl<T: Float> Tape<T> {
             return;
         }
         let keep = mark.len();
-        // Each node's buffers are taken where it lies: moved out whole by
-        // `drain`, the 144-byte node was copied to the stack and read back
-        // before the copy's wide stores had landed (perf: 45% of `reset_to`
-        // in W2 as `g_*` calls; see `append.rs`).
-        for node in &mut self.nodes[keep..] {
-            self.pool.give(std::mem::take(&mut node.value.data));
-            recycle_op(std::mem::replace(&mut node.op, Op::Constant), &mut self.pool, &mut self.index_pool);
-        }
-        self.nodes.truncate(keep);
-        self.locations.truncate(keep);
+        self.drop_nodes_from(keep);
         // The gradient slots past `keep` stay, with their buffers: the graph
         // rebuilt after the mark will need the same ones.
         self.clear_grads();
@@ -273,6 +264,21 @@ impl<T: Float> Tape<T> {
             self.error = None;
             self.misuse.take();
         }
+    }
+
+    /// Drops every node from `keep` on, their buffers back to the pools
+    /// (what `reset_to` and a refused `grad_graph` do).
+    pub(crate) fn drop_nodes_from(&mut self, keep: usize) {
+        // Each node's buffers are taken where it lies: moved out whole by
+        // `drain`, the 144-byte node was copied to the stack and read back
+        // before the copy's wide stores had landed (perf: 45% of `reset_to`
+        // in W2 as `g_*` calls; see `append.rs`).
+        for node in &mut self.nodes[keep..] {
+            self.pool.give(std::mem::take(&mut node.value.data));
+            recycle_op(std::mem::replace(&mut node.op, Op::Constant), &mut self.pool, &mut self.index_pool);
+        }
+        self.nodes.truncate(keep);
+        self.locations.truncate(keep);
     }
 
     /// True until an op fails or a handle is misused; see [`error`](Tape::error).
