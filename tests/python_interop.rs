@@ -13,23 +13,18 @@
 
 #[path = "common/models.rs"]
 mod models;
+#[path = "common/python.rs"]
+mod python;
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 use grad_runtime::{Float, Params, Tape};
 use models::{net, scratch, snapshot};
+use python::{run, say};
+
+const TEST: &str = "python_interop";
 use serde_json::{Value, json};
-
-/// Written straight to the process's stderr, past the harness's capture.
-fn say(message: &str) {
-    let _ = writeln!(std::io::stderr(), "python_interop: {message}");
-}
-
-fn run(command: &mut Command) -> Output {
-    command.output().unwrap_or_else(|e| panic!("could not start {command:?}: {e}"))
-}
 
 /// Every tensor a file of `model` holds: its parameters and its buffers.
 fn named_tensors(model: &impl Params) -> Vec<(String, grad_runtime::Var)> {
@@ -89,42 +84,13 @@ fn load_from_python<T: Float>(dir: &Path, case: &str) {
     }
     let metadata = grad_runtime::io::read_metadata(&path).unwrap();
     assert_eq!(metadata.get("writer").map(String::as_str), Some("python"));
-    say(&format!("grad loaded Python's {case} file: {} tensors, values exact", model.named_params().len()));
+    say(TEST, &format!("grad loaded Python's {case} file: {} tensors, values exact", model.named_params().len()));
 }
 
 #[test]
 fn python_safetensors_reads_grads_files_and_grad_reads_pythons() {
-    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
-    match Command::new(&python).arg("--version").output() {
-        Ok(out) if out.status.success() => say(&format!("using {}", String::from_utf8_lossy(&out.stdout).trim())),
-        _ => {
-            say(&format!("SKIPPED: `{python}` not found; the Python interop test did not run"));
-            println!("SKIPPED: python3 not found");
-            return;
-        }
-    }
     let dir = scratch("python-interop");
-    let venv = dir.join("venv");
-    let made = run(Command::new(&python).args(["-m", "venv"]).arg(&venv));
-    if !made.status.success() {
-        say(&format!("SKIPPED: `{python} -m venv` failed: {}", String::from_utf8_lossy(&made.stderr).trim()));
-        println!("SKIPPED: no venv");
-        return;
-    }
-    let venv_python =
-        if cfg!(windows) { venv.join("Scripts").join("python.exe") } else { venv.join("bin").join("python") };
-    say("installing safetensors and numpy into a throwaway virtualenv");
-    let pip = run(Command::new(&venv_python).args([
-        "-m",
-        "pip",
-        "install",
-        "--quiet",
-        "--no-cache-dir",
-        "--disable-pip-version-check",
-        "safetensors",
-        "numpy",
-    ]));
-    assert!(pip.status.success(), "pip install failed:\n{}", String::from_utf8_lossy(&pip.stderr));
+    let Some(venv_python) = python::venv(TEST, &dir, &["safetensors", "numpy"]) else { return };
 
     // grad writes the nested model in both dtypes.
     let mut tape32 = Tape::<f32>::new();
@@ -155,7 +121,7 @@ fn python_safetensors_reads_grads_files_and_grad_reads_pythons() {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/interop.py");
     let checked = run(Command::new(&venv_python).arg(script).arg(&expected_path).arg(&*dir));
     for line in String::from_utf8_lossy(&checked.stdout).lines() {
-        say(line);
+        say(TEST, line);
     }
     assert!(checked.status.success(), "the Python side failed:\n{}", String::from_utf8_lossy(&checked.stderr));
 
@@ -169,7 +135,7 @@ fn python_safetensors_reads_grads_files_and_grad_reads_pythons() {
         let want: Vec<f32> = (0..tape.value(var).len()).map(|i| ((i % 17) as f32 - 8.0) / 8.0).collect();
         assert_eq!(tape.value(var).iter().copied().collect::<Vec<_>>(), want, "bn: {name}");
     }
-    say("grad loaded Python's bn file: parameters and buffers exact");
+    say(TEST, "grad loaded Python's bn file: parameters and buffers exact");
     std::fs::remove_dir_all(&dir).unwrap();
-    say("passed");
+    say(TEST, "passed");
 }

@@ -161,6 +161,10 @@ pub enum ErrorKind {
     /// backward is not written as tape ops, so it cannot be differentiated
     /// again: `op` names it.
     NoGraphBackward { op: &'static str },
+    /// An ONNX export (`grad_runtime::onnx`, feature `onnx`) met a node it
+    /// cannot write as the same computation: the error's op and location
+    /// are that node's, `reason` says why.
+    NotExportable { reason: &'static str },
     /// A parameter received a gradient but is registered with no optimizer
     /// (nor frozen with [`Tape::freeze`](crate::Tape::freeze)): `name` is
     /// its tape position, `#index`.
@@ -385,13 +389,16 @@ impl fmt::Display for ErrorKind {
                 "the running statistics must be buffers (tape.buffer) or constants: they are written in training, \
                  so they cannot be parameters or an op's result"
             ),
+            ErrorKind::NotExportable { reason } => write!(f, "cannot be exported to ONNX: {reason}"),
             ErrorKind::NoGraphBackward { op } => write!(
                 f,
                 "the gradient passes through {op}, whose backward is not written as tape ops (a custom op's \
                  backward_graph), so it cannot be recorded for differentiating again (tape.backward still \
                  differentiates it once)"
             ),
-            ErrorKind::DuplicateName { name } => write!(f, "two parameters are named `{name}`"),
+            ErrorKind::DuplicateName { name } => {
+                write!(f, "two parameters (or two inputs or outputs of an export) are named `{name}`")
+            }
             ErrorKind::UnregisteredParameter { name } => write!(
                 f,
                 "parameter {name} received a gradient but no optimizer has it: register it (`opt.add` or \

@@ -62,6 +62,8 @@ pub mod init;
 pub mod io;
 mod math;
 pub mod nn;
+#[cfg(feature = "onnx")]
+pub mod onnx;
 mod ops;
 mod optim;
 mod pair;

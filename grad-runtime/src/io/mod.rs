@@ -37,8 +37,8 @@
 //! not detected (one in the header or the offsets is).
 
 mod archive;
-mod atomic;
-mod bytes;
+pub(crate) mod atomic;
+pub(crate) mod bytes;
 pub(crate) mod model;
 
 use std::collections::BTreeMap;

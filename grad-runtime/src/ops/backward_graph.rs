@@ -43,7 +43,7 @@ pub(crate) fn backward<T: Float>(
     let out = tp.var_at(id);
     let var = |tp: &Tape<T>, id: NodeId| tp.var_at(id);
     match *op {
-        Op::Param | Op::Constant | Op::Buffer | Op::Detach => {}
+        Op::Param | Op::Constant | Op::Buffer | Op::Detach | Op::DropoutMask => {}
         // Each input's share is recorded only if that input is on a path
         // to a requested gradient (`wants`): a constant operand's would be
         // work thrown away.

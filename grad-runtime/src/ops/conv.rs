@@ -22,10 +22,10 @@ use crate::{Float, Tape, Var, parallel};
 /// (rows, columns) and the group count, as `u32` so that the node stays small.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ConvSpec {
-    stride: [u32; 2],
-    padding: [u32; 2],
-    dilation: [u32; 2],
-    groups: u32,
+    pub(crate) stride: [u32; 2],
+    pub(crate) padding: [u32; 2],
+    pub(crate) dilation: [u32; 2],
+    pub(crate) groups: u32,
 }
 
 /// The 2-D convolution (cross-correlation, as in PyTorch) of `x: [N, C, H, W]`

@@ -51,6 +51,6 @@ pub fn g_dropout<T: Float>(tp: &mut Tape<T>, x: Var, p: T, rng: &mut Rng, train:
     for m in &mut mask.data {
         *m = if rng.uniform() < p { T::zero() } else { keep_scale };
     }
-    let mask = tp.push(Op::Constant, mask);
+    let mask = tp.push(Op::DropoutMask, mask);
     g_mul(tp, x, mask)
 }

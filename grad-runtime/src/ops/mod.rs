@@ -123,6 +123,9 @@ pub(crate) enum Op<T: Float> {
     Buffer,
     /// `g_detach`: a copy of a value, with no input to pass a gradient to.
     Detach,
+    /// `g_dropout`'s mask in training: a constant drawn at random (kept
+    /// apart from `Constant` so that an export can refuse it).
+    DropoutMask,
     Add(NodeId, NodeId),
     Sub(NodeId, NodeId),
     Mul(NodeId, NodeId),
@@ -287,7 +290,9 @@ impl<T: Float> Op<T> {
     #[inline(always)]
     fn fixed_inputs(&self) -> [Option<NodeId>; 3] {
         match *self {
-            Op::Param | Op::Constant | Op::Buffer | Op::Detach | Op::Fused(_) | Op::Custom(_) => [None, None, None],
+            Op::Param | Op::Constant | Op::Buffer | Op::Detach | Op::DropoutMask | Op::Fused(_) | Op::Custom(_) => {
+                [None, None, None]
+            }
             Op::Unary(x, _)
             | Op::Sum(x)
             | Op::Mean(x)
@@ -332,6 +337,7 @@ impl<T: Float> Op<T> {
             Op::Param => "Tape::param",
             Op::Constant => "Tape::constant",
             Op::Buffer => "Tape::buffer",
+            Op::DropoutMask => "g_dropout",
             Op::Detach => "g_detach",
             Op::Add(..) => "g_add",
             Op::Sub(..) => "g_sub",
@@ -379,7 +385,7 @@ impl<T: Float> Op<T> {
         match *self {
             // Leaves: their gradient is the result, there is no input to pass it to.
             // A detached node has no input to pass it to either.
-            Op::Param | Op::Constant | Op::Buffer | Op::Detach => {}
+            Op::Param | Op::Constant | Op::Buffer | Op::Detach | Op::DropoutMask => {}
             Op::Add(a, b) => arithmetic::add_backward(sink, g, a, b),
             Op::Sub(a, b) => arithmetic::sub_backward(sink, g, a, b),
             Op::Mul(a, b) => arithmetic::mul_backward(sink, g, a, b),
@@ -445,6 +451,7 @@ impl<T: Float> Op<T> {
             | Op::Constant
             | Op::Buffer
             | Op::Detach
+            | Op::DropoutMask
             | Op::Add(..)
             | Op::Sub(..)
             | Op::Mul(..)

@@ -16,9 +16,9 @@ use crate::{Float, Tape, Var};
 /// What a pooling node keeps: kernel, stride and padding as `[rows, columns]`.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct PoolSpec {
-    kernel: [u32; 2],
-    stride: [u32; 2],
-    padding: [u32; 2],
+    pub(crate) kernel: [u32; 2],
+    pub(crate) stride: [u32; 2],
+    pub(crate) padding: [u32; 2],
 }
 
 /// The maximum of each `kernel` window of `x: [N, C, H, W]`, windows

@@ -157,8 +157,8 @@ impl<T: Float> Elementwise<T> for LeakyRelu<T> {
 /// vectorised.
 pub(crate) struct Gelu;
 impl Gelu {
-    const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
-    const CUBIC: f64 = 0.044_715;
+    pub(crate) const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
+    pub(crate) const CUBIC: f64 = 0.044_715;
 }
 impl<T: Float> Elementwise<T> for Gelu {
     #[inline(always)]

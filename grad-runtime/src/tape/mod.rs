@@ -635,6 +635,18 @@ impl<T: Float> Tape<T> {
         self.index_pool.give(buffer);
     }
 
+    /// The op that made node `id`: what an export reads.
+    #[cfg(feature = "onnx")]
+    pub(crate) fn op_of(&self, id: NodeId) -> &Op<T> {
+        &self.nodes[id].op
+    }
+
+    /// Where node `id`'s op was called.
+    #[cfg(feature = "onnx")]
+    pub(crate) fn location_of(&self, id: NodeId) -> &'static Location<'static> {
+        self.locations[id]
+    }
+
     /// Every node, for reading values: what a custom op's inputs borrow.
     pub(crate) fn nodes(&self) -> &[Node<T>] {
         &self.nodes
