@@ -9,17 +9,23 @@
 //! training normalises by each batch's statistics and updates the running
 //! ones, evaluation uses the running ones.
 //!
-//! Run: `cargo run --release -p grad-examples --example digits_cnn [-- --batch-norm]`
+//! With `--export PATH`, the trained network is written as an ONNX model
+//! (`pixels [batch, 64]` in `0..=1`, class probabilities `probs [batch, 10]`
+//! out; batch norm in evaluation mode).
+//!
+//! Run: `cargo run --release -p grad-examples --example digits_cnn [-- --batch-norm] [--export PATH]`
 
 #[allow(dead_code)] // shared with digits, which uses every helper
 #[path = "digits/data.rs"]
 mod data;
 
 use std::error::Error;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use data::{CLASSES, Digits};
 use grad_runtime::nn::BatchNorm2d;
+use grad_runtime::onnx::Export;
 use grad_runtime::{Adam, Minibatches, Params, Rng, Tape, Var, argmax, grad, init};
 
 const C1: usize = 16;
@@ -108,12 +114,21 @@ fn main() -> ExitCode {
     }
 }
 
+const USAGE: &str = "usage: digits_cnn [--batch-norm] [--export PATH]";
+
 fn run() -> Result<(), Box<dyn Error>> {
-    let batch_norm = match std::env::args().nth(1).as_deref() {
-        None => false,
-        Some("--batch-norm") => true,
-        Some(other) => return Err(format!("unknown argument `{other}`; usage: digits_cnn [--batch-norm]").into()),
-    };
+    let (mut batch_norm, mut export_to) = (false, None);
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--batch-norm" => batch_norm = true,
+            "--export" => match args.next() {
+                Some(path) if !path.starts_with("--") => export_to = Some(PathBuf::from(path)),
+                _ => return Err(format!("`--export` needs a file path\n{USAGE}").into()),
+            },
+            other => return Err(format!("unknown argument `{other}`\n{USAGE}").into()),
+        }
+    }
     let (train, test) = Digits::parse(include_str!("data/digits.csv"))?.split(TRAIN);
     let mut rng = Rng::new(SEED);
     let mut tape = Tape::<f32>::new();
@@ -141,5 +156,13 @@ fn run() -> Result<(), Box<dyn Error>> {
         }
     }
     println!("final test accuracy: {:.1}%", 100.0 * accuracy(&mut tape, &model, &test)?);
+    if let Some(path) = export_to {
+        // Traced on the test images in evaluation mode; runs at any batch size.
+        let x = tape.constant(&test.images);
+        let logits = model.logits(&mut tape, x, false);
+        let probs = grad!(tape; softmax(logits, -1));
+        Export::new(&mut tape).params(&model).input("pixels", x).output("probs", probs).batch("batch").write(&path)?;
+        println!("exported {}", path.display());
+    }
     Ok(())
 }

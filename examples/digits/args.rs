@@ -1,6 +1,6 @@
-//! The example's command line, parsed by hand (no parser crate for six
+//! The example's command line, parsed by hand (no parser crate for seven
 //! flags): `--epochs N`, `--seed N`, `--plot PATH`, `--save PATH`,
-//! `--load PATH`, `--quick`.
+//! `--load PATH`, `--export PATH`, `--quick`.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -18,11 +18,14 @@ pub struct Args {
     pub save: Option<PathBuf>,
     /// Evaluate the model saved here instead of training.
     pub load: Option<PathBuf>,
+    /// Write the trained model here as ONNX (pixels in, class probabilities out).
+    pub export: Option<PathBuf>,
     /// One epoch, no plot unless `--plot` is given: the smoke test's run.
     pub quick: bool,
 }
 
-pub const USAGE: &str = "usage: digits [--epochs N] [--seed N] [--plot PATH] [--save PATH] [--load PATH] [--quick]";
+pub const USAGE: &str =
+    "usage: digits [--epochs N] [--seed N] [--plot PATH] [--save PATH] [--load PATH] [--export PATH] [--quick]";
 
 /// A command line the example does not understand.
 #[derive(Debug, PartialEq)]
@@ -53,6 +56,7 @@ impl Args {
             match arg.as_str() {
                 "--save" => parsed.save = Some(PathBuf::from(value(&mut args, "a file path")?)),
                 "--load" => parsed.load = Some(PathBuf::from(value(&mut args, "a file path")?)),
+                "--export" => parsed.export = Some(PathBuf::from(value(&mut args, "a file path")?)),
                 "--plot" => parsed.plot = Some(PathBuf::from(value(&mut args, "a file path")?)),
                 "--epochs" => parsed.epochs = Some(number(value(&mut args, "a number")?)?),
                 "--seed" => parsed.seed = Some(number(value(&mut args, "a number")?)? as u64),
@@ -77,6 +81,7 @@ mod tests {
         let both = parse(&["--load", "a.safetensors", "--save", "b.safetensors"]).unwrap();
         assert_eq!(both.load, Some(PathBuf::from("a.safetensors")));
         assert_eq!(both.save, Some(PathBuf::from("b.safetensors")));
+        assert_eq!(parse(&["--export", "m.onnx"]).unwrap().export, Some(PathBuf::from("m.onnx")));
         let run = parse(&["--epochs", "3", "--seed", "7", "--plot", "p.png", "--quick"]).unwrap();
         assert_eq!((run.epochs, run.seed, run.quick), (Some(3), Some(7), true));
         assert_eq!(run.plot, Some(PathBuf::from("p.png")));

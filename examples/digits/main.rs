@@ -13,19 +13,21 @@
 //!
 //! Options (`args.rs`): `--epochs N`, `--seed N`, `--plot PATH` (the PNG of
 //! the curves; a temp-dir file by default), `--save PATH`, `--load PATH`,
-//! `--quick` (one epoch).
+//! `--export PATH` (an ONNX model: `pixels [batch, 64]` in `0..=1`, the
+//! class probabilities `probs [batch, 10]` out), `--quick` (one epoch).
 
 mod args;
 mod data;
 
 use std::error::Error;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
 use args::Args;
 use data::{CLASSES, Digits, PIXELS};
 use grad_examples::{Curve, Progress, plot_curves};
+use grad_runtime::onnx::Export;
 use grad_runtime::{AdamW, Minibatches, Params, Rng, Tape, Var, argmax, grad, init, schedule};
 
 const HIDDEN: usize = 256;
@@ -84,6 +86,18 @@ fn accuracy(tape: &mut Tape<f32>, model: &Model, set: &Digits) -> Result<f64, Bo
     Ok(correct as f64 / set.len() as f64)
 }
 
+/// Writes the model as ONNX, traced on the test images in evaluation mode
+/// (dropout off): `pixels [batch, 64]` in, `probs [batch, 10]` out, any batch size.
+fn export(tape: &mut Tape<f32>, model: &Model, set: &Digits, path: &Path) -> Result<(), Box<dyn Error>> {
+    let mark = tape.mark();
+    let x = tape.constant(&set.images);
+    let logits = model.logits(tape, x, &mut Rng::new(0), false);
+    let probs = grad!(tape; softmax(logits, -1));
+    let exported = Export::new(tape).params(model).input("pixels", x).output("probs", probs).batch("batch").write(path);
+    tape.reset_to(mark);
+    Ok(exported?)
+}
+
 fn main() -> ExitCode {
     match run(Args::parse(std::env::args().skip(1))) {
         Ok(_) => ExitCode::SUCCESS,
@@ -137,6 +151,10 @@ fn run(args: Result<Args, args::UsageError>) -> Result<f64, Box<dyn Error>> {
         let accuracy = format!("{:.1}", 100.0 * final_accuracy);
         model.save_with_metadata(&tape, path, &[("example", "digits"), ("test_accuracy", &accuracy)])?;
         println!("saved {}", path.display());
+    }
+    if let Some(path) = &args.export {
+        export(&mut tape, &model, &test, path)?;
+        println!("exported {}", path.display());
     }
     Ok(final_accuracy)
 }
@@ -222,10 +240,16 @@ fn train_model(
 
 #[cfg(test)]
 mod tests {
-    /// One epoch end to end (`--quick`), so the example cannot rot.
+    /// One epoch end to end (`--quick`), so the example cannot rot; the
+    /// ONNX file it exports is checked by onnxruntime in `tests/onnx.rs`'s way.
     #[test]
-    fn a_quick_run_trains_and_beats_chance() {
-        let accuracy = super::run(super::Args::parse(["--quick".to_string()])).unwrap();
+    fn a_quick_run_trains_and_beats_chance_and_exports() {
+        let path = std::env::temp_dir().join(format!("grad-digits-{}.onnx", std::process::id()));
+        let args = ["--quick".to_string(), "--export".to_string(), path.display().to_string()];
+        let accuracy = super::run(super::Args::parse(args)).unwrap();
         assert!(accuracy > 0.5, "one epoch reached {accuracy}");
+        // The weights (64·256 + 256·10 floats) are in the file.
+        assert!(std::fs::metadata(&path).unwrap().len() > 4 * (64 * 256 + 256 * 10));
+        std::fs::remove_file(&path).unwrap();
     }
 }
