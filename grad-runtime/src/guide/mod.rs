@@ -18,6 +18,7 @@
 //! | [`extending`] | custom ops with their own backward, stop-gradient, the gradient check, buffers, batch and group norm |
 //! | [`optimizers`] | `Sgd`, `Adam`, `AdamW`, per-parameter decay, clipping, schedules, resuming |
 //! | [`data_parallel`] | training over MPI (the `mpi` feature) |
+//! | [`export`] | a trained model as an ONNX file for onnxruntime and other runtimes (the `onnx` feature) |
 //! | [`reliability`] | what is guaranteed, and what is not |
 //! | [`performance`] | the benchmark harness, the current figures and their machine, how to reproduce them |
 //! | [`from_pytorch`] | a PyTorch idiom and its grad equivalent, and what grad lacks |
@@ -54,6 +55,10 @@ pub mod optimizers {}
 
 #[doc = include_str!("data_parallel.md")]
 pub mod data_parallel {}
+
+#[cfg(feature = "onnx")]
+#[doc = include_str!("export.md")]
+pub mod export {}
 
 #[doc = include_str!("reliability.md")]
 pub mod reliability {}
