@@ -40,7 +40,7 @@
 //! a `grad!` block is written as its elementwise ops, one by one.
 //!
 //! What is not the same computation elsewhere is an error naming the node
-//! and where it was recorded ([`ErrorKind::NotExportable`](crate::ErrorKind::NotExportable)),
+//! and where it was recorded ([`ErrorKind::NotExportable`]),
 //! never a different graph: dropout in training mode (its mask is random),
 //! batch norm in training mode (the batch's statistics), a detached value
 //! (the graph would hold its traced value), a custom op, an op of a
