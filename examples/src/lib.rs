@@ -1,6 +1,9 @@
 //! What the examples share: a progress display per epoch ([`Progress`]) and
 //! a PNG of the training curves ([`plot_curves`]). The examples themselves
 //! are `digits/`, `attention.rs` and `regression.rs` beside this folder.
+//! [`gpt`] is nanoGPT's model, which `char_gpt/` trains.
+
+pub mod gpt;
 
 use std::error::Error;
 use std::io::IsTerminal;
@@ -63,6 +66,16 @@ const FONT: &[u8] = include_bytes!("../fonts/DejaVuSans.ttf");
 /// Writes a PNG with one panel per curve, side by side, each against the
 /// epoch, titled `title`.
 pub fn plot_curves(path: &Path, title: &str, curves: &[Curve<'_>]) -> Result<(), Box<dyn Error>> {
+    plot_curves_against(path, title, "epoch", curves)
+}
+
+/// [`plot_curves`] against another x axis (`x_label`: "evaluation", "step / 100").
+pub fn plot_curves_against(
+    path: &Path,
+    title: &str,
+    x_label: &str,
+    curves: &[Curve<'_>],
+) -> Result<(), Box<dyn Error>> {
     // Registering twice (two plots in one process) only replaces the font.
     register_font("sans-serif", FontStyle::Normal, FONT).map_err(|_| "the bundled font does not parse")?;
     let width = 520 * curves.len().max(1) as u32;
@@ -84,7 +97,7 @@ pub fn plot_curves(path: &Path, title: &str, curves: &[Curve<'_>]) -> Result<(),
             .x_label_area_size(40)
             .y_label_area_size(60)
             .build_cartesian_2d(1.0..epochs as f64, (low - pad)..(high + pad))?;
-        chart.configure_mesh().x_desc("epoch").y_desc(curve.label).label_style(("sans-serif", 14)).draw()?;
+        chart.configure_mesh().x_desc(x_label).y_desc(curve.label).label_style(("sans-serif", 14)).draw()?;
         let points = curve.values.iter().enumerate().map(|(i, &v)| ((i + 1) as f64, v));
         chart.draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?;
         chart.draw_series(points.map(|p| Circle::new(p, 3, color.filled())))?;
