@@ -246,7 +246,7 @@ fn write_cases(dir: &Path) -> Value {
         runs.push(json!({ "inputs": { "pixels": floats(&tape, x) }, "outputs": { "probs": floats(&tape, probs) } }));
         tape.reset_to(mark);
     }
-    cases.push(json!({ "name": "mlp", "model": path, "runs": runs }));
+    cases.push(json!({ "name": "mlp", "model": path, "runs": runs, "output_dims": { "probs": ["batch", 10] } }));
 
     // The CNN, traced at 5 images, also run at 2.
     let mut tape = Tape::<f32>::new();
@@ -270,7 +270,7 @@ fn write_cases(dir: &Path) -> Value {
         );
         tape.reset_to(mark);
     }
-    cases.push(json!({ "name": "cnn", "model": path, "runs": runs }));
+    cases.push(json!({ "name": "cnn", "model": path, "runs": runs, "output_dims": { "log_probs": ["N", 10] } }));
 
     // The GPT block, traced at 2 sequences, also run at 3.
     let mut tape = Tape::<f32>::new();
@@ -293,7 +293,9 @@ fn write_cases(dir: &Path) -> Value {
         runs.push(json!({ "inputs": { "ids": ids_json(&ids) }, "outputs": { "logits": floats(&tape, logits) } }));
         tape.reset_to(mark);
     }
-    cases.push(json!({ "name": "gpt_block", "model": path, "runs": runs }));
+    // The ids are [tokens]; the logits' first dim is the number of sequences.
+    let dims = json!({ "logits": [format!("tokens/{T}"), T, VOCAB] });
+    cases.push(json!({ "name": "gpt_block", "model": path, "runs": runs, "output_dims": dims }));
 
     // Every other op, fixed shapes.
     let mut tape = Tape::<f32>::new();
@@ -471,6 +473,10 @@ fn bad_requests_are_errors() {
     let foreign = other.constant(Array1::<f32>::ones(2));
     let error = refusal(Export::new(&mut tape).output("y", foreign).to_bytes());
     assert_eq!(error.kind(), &ErrorKind::ForeignVar);
+    // One batch symbol for inputs of different first dims.
+    let z = tape.constant(Array2::<f32>::ones((3, 2)));
+    let error = refusal(Export::new(&mut tape).input("x", x).input("z", z).output("y", y).batch("b").to_bytes());
+    assert!(error.to_string().contains("first dims differ"), "{error}");
     // A poisoned tape says so.
     let bad = g_reshape(&mut tape, x, &[3]);
     let error = refusal(Export::new(&mut tape).output("y", bad).to_bytes());

@@ -4,7 +4,9 @@ Usage: python onnx_check.py MANIFEST.json
 
 The manifest (written by tests/onnx.rs) lists cases; each names a model
 file and runs of it: the inputs grad fed and the outputs grad computed,
-at the traced batch size and at others. For each case: the checker
+at the traced batch size and at others, and the dims its outputs must
+declare (a number, or the symbol of a dim that grows with the batch).
+For each case: the checker
 (`onnx.checker.check_model` with `full_check=True`, which runs ONNX's
 shape inference too), then every run in onnxruntime, each output within
 1e-5 of grad's (relative to the larger of 1 and grad's magnitude).
@@ -31,6 +33,12 @@ def main():
         model = onnx.load(case["model"])
         onnx.checker.check_model(model, full_check=True)
         ops = sorted({node.op_type for node in model.graph.node})
+        for output in model.graph.output:
+            dims = [d.dim_param or d.dim_value for d in output.type.tensor_type.shape.dim]
+            want = case.get("output_dims", {}).get(output.name)
+            if want is not None and dims != want:
+                print(f"{case['name']}: output {output.name} declared {dims}, expected {want}")
+                sys.exit(1)
         session = ort.InferenceSession(case["model"], providers=["CPUExecutionProvider"])
         for run in case["runs"]:
             feeds = {name: array(entry) for name, entry in run["inputs"].items()}

@@ -64,6 +64,21 @@ pub(super) fn to_bytes<T: Float>(export: Export<'_, T>) -> Result<Vec<u8>, GradE
             ));
         }
     }
+    // One symbol for the first dim of every input: they must agree.
+    let first_dims = inputs.iter().map(|&(_, id)| tape.shape(id).first().copied().unwrap_or(1)).chain(
+        ids_inputs.iter().map(|&(_, id)| match tape.op_of(id) {
+            Op::Embedding { ids, .. } => ids.len(),
+            _ => 1,
+        }),
+    );
+    let traced_batch = match first_dims.collect::<Vec<_>>().as_slice() {
+        [] => None,
+        [first, rest @ ..] if batch.is_some() && rest.iter().any(|d| d != first) => {
+            let reason = "the inputs' first dims differ, so they cannot share one batch symbol";
+            return Err(GradError::new(NAME, ErrorKind::NotExportable { reason }, Vec::new(), location));
+        }
+        [first, ..] => Some(*first),
+    };
     let recorded = tape.len();
     let mut walk = Walk { graph: Graph::default(), values: HashMap::new(), param_names, inputs: Vec::new() };
     walk.declare_inputs(tape, &inputs, &ids_inputs, batch.as_deref());
@@ -84,7 +99,12 @@ pub(super) fn to_bytes<T: Float>(export: Export<'_, T>) -> Result<Vec<u8>, GradE
                 op_type: "Identity".into(),
                 ..Default::default()
             });
-            value_info(name, float_type::<T>(), tape.shape(*id), value.dynamic, batch.as_deref())
+            let symbol = batch
+                .as_deref()
+                .zip(traced_batch)
+                .zip(value.dynamic)
+                .map(|((symbol, traced), axis)| scaled_symbol(symbol, tape.shape(*id)[axis], traced));
+            value_info(name, float_type::<T>(), tape.shape(*id), value.dynamic, symbol.as_deref())
         })
         .collect();
     let Walk { graph, inputs: input, .. } = walk;
@@ -206,6 +226,26 @@ impl Walk {
         let shapes = op.inputs().map(|input| tape.shape(input).to_vec()).collect();
         let location: &'static Location<'static> = tape.location_of(id);
         GradError::new(op.name(), ErrorKind::NotExportable { reason }, shapes, location)
+    }
+}
+
+/// The symbol of an output dim that grows with the batch: `symbol` when
+/// it is as large as the inputs' first dim was (`traced`), else the ratio
+/// (`tokens/64`, `batch*8`): exact, as the dim is a fixed multiple of the
+/// batch (what `dims.rs` checks).
+fn scaled_symbol(symbol: &str, size: usize, traced: usize) -> String {
+    let gcd = |mut a: usize, mut b: usize| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a.max(1)
+    };
+    let g = gcd(size, traced);
+    match (size / g, traced / g) {
+        (1, 1) => symbol.to_string(),
+        (n, 1) => format!("{symbol}*{n}"),
+        (1, m) => format!("{symbol}/{m}"),
+        (n, m) => format!("{symbol}*{n}/{m}"),
     }
 }
 
