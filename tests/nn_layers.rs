@@ -78,7 +78,10 @@ fn attention_matches_the_hand_written_ops() {
         });
     }
     let by_hand = lin(&mut tape, attention.out, joined.unwrap());
-    assert_eq!(tape.value(y), tape.value(by_hand));
+    // The layer runs one attention op over every head: the same sums in
+    // another order, so equal to rounding.
+    let worst = (&tape.value(y) - &tape.value(by_hand)).iter().fold(0.0f64, |m, d| m.max(d.abs()));
+    assert!(worst < 1e-14, "largest difference {worst}");
 }
 
 #[test]

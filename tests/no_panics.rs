@@ -172,6 +172,10 @@ fn call_op(name: &str, rng: &mut Rng, tape: &mut Tape<f64>, pick: &mut dyn FnMut
         }
         "g_detach" => g_detach(tape, a),
         "g_permute" => g_permute(tape, a, &list(rng)),
+        "g_attention" => {
+            let c = pick(rng);
+            g_attention(tape, a, b, c, small(rng, 2) == 0)
+        }
         "g_custom" => match small(rng, 3) {
             0 => common::custom_ops::stable_softplus(tape, a),
             1 => g_custom(tape, &common::custom_ops::CheckedLog, &[a]),

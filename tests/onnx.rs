@@ -200,8 +200,10 @@ fn every_op(tape: &mut Tape<f32>, rng: &mut Rng) -> (Named, Named) {
             reshape(sum(a) * mean(b), [1]), 0);
         (activations, reductions, layout, indexing, masking, losses,
          group_norm(images, 2, gamma, beta, 1e-5), log_softmax(a, 0), sum(b, 1, false),
-         bmm(reshape(a, [1, 3, 4]), reshape(transpose(b), [1, 4, 3]))));
-    let (activations, reductions, layout, indexing, masking, losses, group, log_softmax, row_sums, products) = outputs;
+         bmm(reshape(a, [1, 3, 4]), reshape(transpose(b), [1, 4, 3])),
+         attention(reshape(a, [1, 3, 4]), reshape(b, [1, 3, 4]), reshape(a * b, [1, 3, 4]), true)));
+    let (activations, reductions, layout, indexing, masking, losses, group, log_softmax, row_sums, products, attended) =
+        outputs;
     let inputs = vec![("a", a), ("images", images)];
     let outputs = vec![
         ("activations", activations),
@@ -214,6 +216,7 @@ fn every_op(tape: &mut Tape<f32>, rng: &mut Rng) -> (Named, Named) {
         ("log_softmax", log_softmax),
         ("row_sums", row_sums),
         ("products", products),
+        ("attention", attended),
     ];
     (inputs, outputs)
 }

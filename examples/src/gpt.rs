@@ -1,6 +1,7 @@
 //! nanoGPT's GPT (Karpathy's `model.py`) written with grad: token and
 //! position embeddings, pre-norm blocks of causal self-attention (one
-//! fused qkv projection, heads moved by `permute`) and a GELU MLP, a final
+//! fused qkv projection, heads moved by `permute`, `attention` as one op)
+//! and a GELU MLP, a final
 //! layer norm, and logits from the token embedding (tied weights). Its
 //! parameter names follow nanoGPT's (`h.0.attn.c_attn.weight`), its
 //! initialisation too: normal(0, 0.02), the residual projections
@@ -8,7 +9,6 @@
 
 use grad_runtime::nn::{Embedding, LayerNorm, Linear};
 use grad_runtime::{Float, Params, Rng, Tape, Var, grad, init};
-use ndarray::{Array2, s};
 
 /// The model's sizes.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -71,9 +71,6 @@ pub struct Gpt {
     pub ln_f: LayerNorm,
     #[params(skip)]
     pub config: Config,
-    /// `true` above the diagonal: the positions a query may not see.
-    #[params(skip)]
-    causal: Array2<bool>,
 }
 
 impl Gpt {
@@ -95,8 +92,7 @@ impl Gpt {
                 mlp: Mlp { c_fc: linear(tape, rng, c, 4 * c, 0.02), c_proj: linear(tape, rng, 4 * c, c, residual) },
             })
             .collect();
-        let causal = Array2::from_shape_fn((block, block), |(i, j)| j > i);
-        Gpt { wte, wpe, h, ln_f: LayerNorm::new(tape, c), config, causal }
+        Gpt { wte, wpe, h, ln_f: LayerNorm::new(tape, c), config }
     }
 
     /// AdamW's weight decay for parameter `name`, as nanoGPT's
@@ -146,8 +142,6 @@ impl Gpt {
     fn block<T: Float>(&self, tape: &mut Tape<T>, block: &Block, x: Var, batch: usize, t: usize) -> Var {
         let (c, h) = (self.config.n_embd, self.config.n_head);
         let s = c / h;
-        let (scale, blocked) = (T::from_f64(1.0 / (s as f64).sqrt()), T::neg_infinity());
-        let causal = self.causal.slice(s![..t, ..t]);
         let Block { ln_1, attn, ln_2, mlp } = block;
         let (g1, b1, g2, b2) = (ln_1.weight, ln_1.bias, ln_2.weight, ln_2.bias);
         let (w_qkv, b_qkv, w_out, b_out) = (attn.c_attn.weight, attn.c_attn.bias, attn.c_proj.weight, attn.c_proj.bias);
@@ -159,8 +153,7 @@ impl Gpt {
             let q = permute(reshape(slice(qkv, [0, 0, 0], [batch, t, c]), [batch, t, h, s]), [0, 2, 1, 3]);
             let k = permute(reshape(slice(qkv, [0, 0, c], [batch, t, 2 * c]), [batch, t, h, s]), [0, 2, 1, 3]);
             let v = permute(reshape(slice(qkv, [0, 0, 2 * c], [batch, t, 3 * c]), [batch, t, h, s]), [0, 2, 1, 3]);
-            let weights = softmax(masked_fill(q @ transpose(k) * scale, &causal, blocked), -1);
-            let y = reshape(permute(weights @ v, [0, 2, 1, 3]), [batch, t, c]);
+            let y = reshape(permute(attention(q, k, v, true), [0, 2, 1, 3]), [batch, t, c]);
             let x = x + y @ w_out + b_out;
             x + gelu(layer_norm(x, g2, b2, 1e-5) @ w_fc + b_fc) @ w_proj + b_proj)
     }

@@ -165,6 +165,13 @@ pub(crate) const BUILTINS: &[Builtin] = &[
     // ops/matmul.rs
     row("matmul", "g_matmul", &[A, B], Rule::MatMul),
     row("bmm", "g_bmm", &[A, B], Rule::Bmm),
+    // ops/attention.rs
+    row(
+        "attention",
+        "g_attention",
+        &[param("q", Kind::Var), param("k", Kind::Var), param("v", Kind::Var), param("causal", Kind::Flag)],
+        Rule::Attention,
+    ),
     // ops/layout.rs
     row("transpose", "g_transpose", &[X], Rule::Transpose),
     row("reshape", "g_reshape", &[X, param("dims", Kind::Dims)], Rule::Reshape),

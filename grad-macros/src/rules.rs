@@ -23,6 +23,9 @@ pub(crate) enum Rule {
     MatMul,
     /// `[b, m, k]` and `[b, k, n]` → `[b, m, n]`.
     Bmm,
+    /// Queries `[.., tq, d]`, keys `[.., tk, d]`, values `[.., tk, dv]`
+    /// (the same leading dims) → `[.., tq, dv]`.
+    Attention,
     /// The last two dims swapped.
     Transpose,
     /// The dims reordered by a list of axes, each once.
@@ -100,6 +103,7 @@ pub(crate) fn apply(rule: Rule, site: &Site) -> Outcome {
         Rule::ReduceAxis => reduce_axis(site),
         Rule::MatMul => matmul(site),
         Rule::Bmm => bmm(site),
+        Rule::Attention => attention(site),
         Rule::Transpose => transpose(site),
         Rule::Permute => permute(site),
         Rule::Reshape => reshape(site),
@@ -277,6 +281,49 @@ fn bmm(site: &Site) -> Outcome {
     }
     let batch = if da[0] == Dim::Unknown { db[0].clone() } else { da[0].clone() };
     Ok(Shape::Known(vec![batch, da[1].clone(), db[2].clone()]))
+}
+
+// ---- ops/attention.rs ----
+
+fn attention(site: &Site) -> Outcome {
+    let (q, k, v) = (&site.tensors[0], &site.tensors[1], &site.tensors[2]);
+    let (Some(dq), Some(dk), Some(dv)) = (known(q), known(k), known(v)) else { return Ok(Shape::Unknown) };
+    if let Some(bad) = [q, k, v].into_iter().find(|op| op.shape.dims().is_some_and(|d| d.len() < 2)) {
+        let summary =
+            format!("`{}`: attention takes queries, keys and values of 2 or more dims, [.., T, d]", site.text);
+        return Err(message(summary, &[is(bad)], None));
+    }
+    if dq.len() != dk.len() || dq.len() != dv.len() {
+        let summary = format!("`{}`: queries, keys and values must have the same number of dims", site.text);
+        return Err(message(summary, &[is(q), is(k), is(v)], None));
+    }
+    let n = dq.len();
+    for (b, db) in [(k, dk), (v, dv)] {
+        if let Some(axis) = (0..n - 2).find(|&i| dq[i].differs(&db[i])) {
+            let summary = format!("`{}`: the leading dims differ ({} vs {})", site.text, dq[axis], db[axis]);
+            let why = "attention pairs each (batch, head) of the queries with the same one of the keys and values";
+            let details = with_note(vec![is(q), is(b), why.to_string()], symbol_note(&dq[axis], &db[axis]));
+            return Err(message(summary, &details, None));
+        }
+    }
+    if dq[n - 1].differs(&dk[n - 1]) {
+        let summary =
+            format!("`{}`: queries and keys have different feature dims ({} vs {})", site.text, dq[n - 1], dk[n - 1]);
+        let why = format!(
+            "each query is compared with each key by a dot product over the last dim of `{}` and `{}`",
+            q.text, k.text
+        );
+        return Err(message(summary, &with_note(vec![is(q), is(k), why], symbol_note(&dq[n - 1], &dk[n - 1])), None));
+    }
+    if dk[n - 2].differs(&dv[n - 2]) {
+        let summary =
+            format!("`{}`: keys and values have different lengths ({} vs {})", site.text, dk[n - 2], dv[n - 2]);
+        let why = "each key has its value: the second-to-last dims must match".to_string();
+        return Err(message(summary, &with_note(vec![is(k), is(v), why], symbol_note(&dk[n - 2], &dv[n - 2])), None));
+    }
+    let mut out = dq.to_vec();
+    out[n - 1] = dv[n - 1].clone();
+    Ok(Shape::Known(out))
 }
 
 // ---- ops/layout.rs ----

@@ -208,6 +208,18 @@ for axes in ([1, 0], [2, 0, 1], [0, 2, 1, 3]):
     case(f"permute_{''.join(map(str, axes))}", "permute", {"axes": axes}, [("x", randn(*shape), True)],
          lambda x, a=axes: x.permute(*a))
 
+# Scaled dot-product attention: [batch, heads, T, d], causal and not,
+# keys longer than queries, values of another width.
+import torch.nn.functional as F
+for name, (qs, ks, vs), causal in [
+    ("attention_causal", ((2, 2, 5, 4), (2, 2, 5, 4), (2, 2, 5, 4)), True),
+    ("attention_full", ((2, 3, 4), (2, 6, 4), (2, 6, 3)), False),
+    ("attention_causal_long_keys", ((1, 3, 8), (1, 5, 8), (1, 5, 2)), True),
+]:
+    case(name, "attention", {"causal": causal},
+         [("q", randn(*qs), True), ("k", randn(*ks), True), ("v", randn(*vs), True)],
+         lambda q, k, v, c=causal: F.scaled_dot_product_attention(q, k, v, is_causal=c))
+
 doc = {
     "format": "autodiff-oracle/1",
     "set": "extra",

@@ -131,6 +131,10 @@ pinn_grads = [torch.zeros_like(p) if g is None else g for p, g in zip(params, pi
 pinn = {"params": [arr(t) for t in (w1, b1, w2, b2)], "x": arr(x), "f": arr(f),
         "loss": float(pinn_loss.detach()), "grads": [arr(g) for g in pinn_grads]}
 
+# Cases added after the third-order one draw after it, so earlier data stays.
+case("attention", [randn(2, 4, 3), randn(2, 5, 3), randn(2, 5, 2)],
+     lambda q, k, v: s(F.scaled_dot_product_attention(q, k, v, is_causal=True)).sum())
+
 doc = {"format": "grad-second-order/1", "seed": 3, "dtype": "f64",
        "generator": f"make_oracle_second_order.py, torch {torch.__version__}, float64", "cases": cases}
 with open(__file__.replace("make_oracle_second_order.py", "oracle_second_order.json"), "w") as f:

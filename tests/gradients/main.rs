@@ -7,6 +7,7 @@
 mod common;
 
 mod arithmetic;
+mod attention;
 mod batch_norm;
 mod conv;
 mod cross_entropy;

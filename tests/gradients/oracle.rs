@@ -22,13 +22,14 @@ const ATOL: f64 = 1e-12;
 type Replay = fn(&Case, &mut Tape<f64>) -> Option<Var>;
 
 /// Every tested module's `replay`.
-const REPLAYS: [Replay; 18] = [
+const REPLAYS: [Replay; 19] = [
     super::arithmetic::replay,
     super::unary::replay,
     super::reduce::replay,
     super::matmul::replay,
     super::layout::replay,
     super::permute::replay,
+    super::attention::replay,
     super::softmax::replay,
     super::mse::replay,
     super::cross_entropy::replay,

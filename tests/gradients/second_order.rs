@@ -538,6 +538,10 @@ fn oracle_program(name: &str, tp: &mut Tape<f64>, v: &[Var]) -> Var {
             let p = g_bmm(tp, v[0], v[1]);
             s(tp, p)
         }
+        "attention" => {
+            let y = g_attention(tp, v[0], v[1], v[2], true);
+            s(tp, y)
+        }
         "transpose" | "reshape" | "slice" | "concat" | "permute" => {
             let sx = s(tp, v[0]);
             let y = match name {
@@ -646,7 +650,7 @@ fn pytorch_double_backward_oracle() {
         serde_json::from_str(include_str!("../data/oracle_second_order.json")).expect("the oracle is JSON");
     assert_eq!(file["format"], "grad-second-order/1");
     let cases = file["cases"].as_array().unwrap();
-    assert_eq!(cases.len(), 44);
+    assert_eq!(cases.len(), 45);
     for case in cases {
         let name = case["name"].as_str().unwrap();
         let list = |key: &str| case[key].as_array().unwrap().iter().map(json_array).collect::<Vec<_>>();

@@ -44,6 +44,8 @@ pub enum Step {
     Bmm(usize, usize),
     Transpose(usize),
     Permute(usize, Vec<usize>),
+    /// Queries, keys, values, causal.
+    Attention(usize, usize, usize, bool),
     Reshape(usize, Vec<usize>),
     Slice(usize, Vec<usize>, Vec<usize>),
     Concat(usize, usize, usize),
@@ -210,6 +212,15 @@ impl Graph {
                 self.push(Step::ReduceAxis(name, x, axis, keepdim), out);
             }
             12 | 13 => self.matmul(a, r2, r3),
+            14 if r2.is_multiple_of(3) => {
+                // The rows of `a` attend over keys and values of their own.
+                let x = self.as_matrix(a);
+                let (m, d) = (self.shapes[x][0], self.shapes[x][1]);
+                let q = self.push(Step::Reshape(x, vec![1, m, d]), vec![1, m, d]);
+                let (tk, dv) = (1 + r3 % 4, 1 + (r3 / 4) % 3);
+                let (k, v) = (self.param(vec![1, tk, d]), self.param(vec![1, tk, dv]));
+                self.push(Step::Attention(q, k, v, r3.is_multiple_of(2)), vec![1, m, dv]);
+            }
             14 => {
                 let x = self.as_matrix(a);
                 let (m, k) = (self.shapes[x][0], self.shapes[x][1]);
@@ -547,6 +558,7 @@ impl Graph {
             },
             Step::MatMul(a, b) => g_matmul(tape, v(*a), v(*b)),
             Step::Bmm(a, b) => g_bmm(tape, v(*a), v(*b)),
+            Step::Attention(q, k, w, causal) => g_attention(tape, v(*q), v(*k), v(*w), *causal),
             Step::Transpose(a) => g_transpose(tape, v(*a)),
             Step::Permute(a, axes) => g_permute(tape, v(*a), axes),
             Step::Reshape(a, shape) => g_reshape(tape, v(*a), shape),
@@ -634,6 +646,7 @@ pub fn operands(step: &Step) -> Vec<usize> {
         Step::Conv2d(a, b, Some(c), ..) => vec![a, b, c],
         Step::LayerNorm(a, b, c) | Step::BatchNorm(a, b, c, _) | Step::GroupNorm(a, _, b, c) => vec![a, b, c],
         Step::Custom(_, ref operands) => operands.clone(),
+        Step::Attention(a, b, c, _) => vec![a, b, c],
         Step::GradOf(a, b) => vec![a, b],
         Step::Unary(_, a)
         | Step::Adds(a, _)
@@ -682,6 +695,7 @@ pub fn op_name(step: &Step) -> Option<String> {
         Step::Mean(_) => "g_mean",
         Step::MatMul(..) => "g_matmul",
         Step::Bmm(..) => "g_bmm",
+        Step::Attention(..) => "g_attention",
         Step::Transpose(_) => "g_transpose",
         Step::Permute(..) => "g_permute",
         Step::Reshape(..) => "g_reshape",

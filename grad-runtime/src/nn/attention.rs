@@ -2,8 +2,6 @@
 
 use std::panic::Location;
 
-use ndarray::Array2;
-
 use crate::error::{ErrorKind, GradError};
 use crate::nn::Linear;
 use crate::{Float, Params, Rng, Tape, Var, grad};
@@ -11,10 +9,10 @@ use crate::{Float, Params, Rng, Tape, Var, grad};
 /// Multi-head self-attention over `x: [B, T, D]` (Vaswani et al.): the
 /// projections `query`, `key`, `value` (each a `Linear` `[D, D]`) are split
 /// into `heads` heads of `D / heads` features; each head computes
-/// `softmax(q·kᵀ / √(D / heads) + mask) · v`; the heads are joined and
-/// projected by `out`. With [`causal`](MultiHeadAttention::causal),
-/// position `t` attends to positions `<= t` only (the mask is a large
-/// negative number above the diagonal, so every value stays finite).
+/// `softmax(q·kᵀ / √(D / heads) + mask) · v` (one [`g_attention`](crate::g_attention)
+/// over every head at once); the heads are joined and projected by `out`.
+/// With [`causal`](MultiHeadAttention::causal), position `t` attends to
+/// positions `<= t` only.
 ///
 /// ```
 /// use grad_runtime::{nn::MultiHeadAttention, Rng, Tape};
@@ -73,36 +71,19 @@ impl MultiHeadAttention {
     #[track_caller]
     pub fn forward<T: Float>(&self, tape: &mut Tape<T>, x: Var) -> Var {
         let (q, k, v) = (self.query.forward(tape, x), self.key.forward(tape, x), self.value.forward(tape, x));
-        // Sizes for the mask and the head slices; a wrong rank is reported
-        // by the block's declared-shape check (`q` is not `[B, T, D]`).
-        let t = match *tape.value(x).shape() {
-            [_, t, _] => t,
-            _ => 0,
+        // Sizes for the head split; a wrong rank is reported by the
+        // block's declared-shape check (`q` is not `[B, T, D]`).
+        let (b, t, d) = match *tape.value(x).shape() {
+            [b, t, d] => (b, t, d),
+            _ => (0, 0, 0),
         };
-        let width = tape.value(self.query.bias).len() / self.heads;
-        let scale = T::from_f64(1.0 / (width.max(1) as f64).sqrt());
-        let mask = tape.constant(self.mask::<T>(t));
-        let mut joined: Option<Var> = None;
-        for head in 0..self.heads {
-            let (lo, hi) = (head * width, (head + 1) * width);
-            let head_out = grad!(tape; q: [B, T, D], k: [B, T, D], v: [B, T, D], mask: [T, T];
-                let qh = slice(q, [0, 0, lo], [B, T, hi]);
-                let kh = slice(k, [0, 0, lo], [B, T, hi]);
-                let vh = slice(v, [0, 0, lo], [B, T, hi]);
-                let weights = softmax(bmm(qh, transpose(kh)) * scale + mask, -1);
-                bmm(weights, vh));
-            joined = Some(match joined {
-                None => head_out,
-                Some(before) => grad!(tape; concat(before, head_out, 2)),
-            });
-        }
-        self.out.forward(tape, joined.unwrap_or(x))
-    }
-
-    /// `[T, T]`: 0 where a position may attend, a large negative number
-    /// where it may not (above the diagonal when causal).
-    fn mask<T: Float>(&self, t: usize) -> Array2<T> {
-        let blocked = T::from_f64(-1e30);
-        Array2::from_shape_fn((t, t), |(i, j)| if self.causal && j > i { blocked } else { T::zero() })
+        let (h, causal) = (self.heads, self.causal);
+        let s = d / h;
+        let joined = grad!(tape; q: [B, T, D], k: [B, T, D], v: [B, T, D];
+            let qh = permute(reshape(q, [b, t, h, s]), [0, 2, 1, 3]);
+            let kh = permute(reshape(k, [b, t, h, s]), [0, 2, 1, 3]);
+            let vh = permute(reshape(v, [b, t, h, s]), [0, 2, 1, 3]);
+            reshape(permute(attention(qh, kh, vh, causal), [0, 2, 1, 3]), [b, t, d]));
+        self.out.forward(tape, joined)
     }
 }

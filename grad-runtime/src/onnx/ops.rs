@@ -147,6 +147,28 @@ pub(crate) fn emit<T: Float>(e: &mut Emit<'_, T>, id: NodeId) -> Result<Value, R
             )?;
             (e.binary("MatMul", stem, &e.name(a), &e.name(b)), dynamic)
         }
+        Op::Attention { q, k, v, causal, .. } => {
+            let rank = e.shape(q).len();
+            let dynamic = dims::same_axis(same(e, q), dims::same_axis(same(e, k), same(e, v))?)?;
+            if dynamic.is_some_and(|d| d + 2 >= rank) {
+                return Err("the batch is in its sequence or feature dims, not a leading one");
+            }
+            let mut order: Vec<i64> = (0..rank as i64).collect();
+            order.swap(rank - 2, rank - 1);
+            let kt = e.node("Transpose", &format!("{stem}_kt"), &[&e.name(k)], vec![ints("perm", &order)]);
+            let products = e.binary("MatMul", &format!("{stem}_products"), &e.name(q), &kt);
+            let scale = T::from_f64(1.0 / (e.shape(q)[rank - 1].max(1) as f64).sqrt());
+            let mut scores = e.with_scalar("Mul", &format!("{stem}_scores"), &products, scale);
+            if causal {
+                let (tq, tk) = (e.shape(q)[rank - 2], e.shape(k)[rank - 2]);
+                let above: Vec<T> = (0..tq * tk).map(|n| if n % tk > n / tk { T::one() } else { T::zero() }).collect();
+                let above = e.graph.mask(&format!("{stem}_mask"), &[tq, tk], &above);
+                let blocked = e.graph.scalar(&format!("{stem}_blocked"), T::neg_infinity());
+                scores = e.node("Where", &format!("{stem}_masked"), &[&above, &blocked, &scores], vec![]);
+            }
+            let probs = e.node("Softmax", &format!("{stem}_probs"), &[&scores], vec![int("axis", -1)]);
+            (e.binary("MatMul", stem, &probs, &e.name(v)), dynamic)
+        }
         Op::Transpose(x) => {
             let rank = e.shape(x).len();
             let mut order: Vec<usize> = (0..rank).collect();

@@ -15,7 +15,7 @@ use ndarray::{Dimension, IxDyn};
 use crate::ops::axis::AxisLanes;
 use crate::ops::reduce::{argmax_lane, argmin_lane};
 use crate::ops::unary::Unary;
-use crate::ops::{Op, conv, index, permute, pool, scatter};
+use crate::ops::{Op, attention, conv, index, permute, pool, scatter};
 use crate::tape::NodeId;
 use crate::*;
 
@@ -254,6 +254,10 @@ pub(crate) fn backward<T: Float>(
             add(tp, x, gx);
         }
         Op::Fused(ref node) => return Ok(node.replay(tp)),
+        Op::Attention { q, k, v, causal, .. } => {
+            let inputs = [q, k, v].map(|id| var(tp, id));
+            return Ok(Some(attention::replay(tp, inputs, causal)));
+        }
         Op::Custom(ref node) => {
             let inputs: Vec<Var> = node.inputs.iter().map(|&id| var(tp, id)).collect();
             let grads = node.backward_graph(tp, &inputs, out, g).ok_or(node.name())?;

@@ -33,6 +33,7 @@
 //! and every built-in's function is exported.
 
 pub(crate) mod arithmetic;
+pub(crate) mod attention;
 pub(crate) mod axis;
 pub(crate) mod backward_graph;
 pub(crate) mod batch_norm;
@@ -82,6 +83,7 @@ export_ops! {
     },
     reduce::{g_sum, g_mean, g_sum_axis, g_mean_axis, g_max_axis, g_min_axis, argmax},
     matmul::{g_matmul, g_bmm},
+    attention::{g_attention},
     layout::{g_transpose, g_reshape, g_flatten, g_slice, g_concat},
     permute::{g_permute},
     softmax::{g_softmax, g_log_softmax},
@@ -223,6 +225,14 @@ pub(crate) enum Op<T: Float> {
         x: NodeId,
         spec: pool::PoolSpec,
     },
+    /// `g_attention`: `probs` are the softmax weights `[.., Tq, Tk]`.
+    Attention {
+        q: NodeId,
+        k: NodeId,
+        v: NodeId,
+        causal: bool,
+        probs: Vec<T>,
+    },
     /// A fused region of a `grad!` block: any number of inputs.
     Fused(fused::Fused<T>),
     // Indexing and masking (issue 13).
@@ -328,6 +338,7 @@ impl<T: Float> Op<T> {
             | Op::GroupNorm { x, gamma, beta, .. } => [Some(x), Some(gamma), Some(beta)],
             Op::Conv2d { x, w, b, .. } => [Some(x), Some(w), b],
             Op::Where { mask, a, b } => [Some(mask), Some(a), Some(b)],
+            Op::Attention { q, k, v, .. } => [Some(q), Some(k), Some(v)],
         }
     }
 
@@ -368,6 +379,7 @@ impl<T: Float> Op<T> {
             Op::Conv2d { .. } => "g_conv2d",
             Op::MaxPool2d { .. } => "g_max_pool2d",
             Op::AvgPool2d { .. } => "g_avg_pool2d",
+            Op::Attention { .. } => "g_attention",
             Op::Fused(node) => node.name(),
             Op::Gather { .. } => "g_gather",
             Op::IndexSelect { .. } => "g_index_select",
@@ -398,6 +410,9 @@ impl<T: Float> Op<T> {
             Op::MaxAxis { x, axis } => reduce::max_axis_backward(sink, g, x, axis),
             Op::MinAxis { x, axis } => reduce::min_axis_backward(sink, g, x, axis),
             Op::MatMul(a, b) | Op::Bmm(a, b) => matmul::matmul_backward(sink, g, a, b),
+            Op::Attention { q, k, v, causal, ref probs } => {
+                attention::attention_backward(sink, g, [q, k, v], causal, probs)
+            }
             Op::Transpose(x) => layout::transpose_backward(sink, g, x),
             Op::Permute { x, ref order, ndim } => permute::permute_backward(sink, g, x, order, ndim),
             Op::Reshape(x) => layout::reshape_backward(sink, g, x),
@@ -446,7 +461,9 @@ impl<T: Float> Op<T> {
                 let (inputs, scalars) = node.into_buffers();
                 (inputs, Some(scalars))
             }
-            Op::BatchNorm { stats, .. } | Op::GroupNorm { stats, .. } => (None, Some(stats)),
+            Op::BatchNorm { stats, .. } | Op::GroupNorm { stats, .. } | Op::Attention { probs: stats, .. } => {
+                (None, Some(stats))
+            }
             Op::Param
             | Op::Constant
             | Op::Buffer

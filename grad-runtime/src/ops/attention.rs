@@ -1,0 +1,392 @@
+//! `attention`: scaled dot-product attention, `softmax(q kᵀ / √d + mask) v`,
+//! as one op: one pass over each (batch, head) forward and one backward,
+//! instead of a product, a scale, a mask, a softmax and a second product,
+//! each a pass over the `[.., T, T]` scores with its own node.
+//!
+//! The probabilities `[.., Tq, Tk]` are kept for the backward rule (at the
+//! context lengths of CPU models a recomputation costs more than the
+//! memory). Each (batch, head) is independent, so they are shared out to
+//! threads whole and the result does not depend on the thread count.
+
+use std::panic::Location;
+
+use ndarray::IxDyn;
+use rayon::prelude::*;
+
+use crate::error::ErrorKind;
+use crate::ops::Op;
+use crate::ops::sink::GradSink;
+use crate::tape::NodeId;
+use crate::tensor::TensorRef;
+use crate::{Float, Tape, Var, parallel, simd};
+
+/// Scaled dot-product attention of queries `q: [..., Tq, d]` over keys
+/// `k: [..., Tk, d]` and values `v: [..., Tk, dv]` (the same leading dims,
+/// e.g. `[batch, heads]`): `softmax(q @ kᵀ / √d + mask, -1) @ v`,
+/// `[..., Tq, dv]`. With `causal`, query `i` sees keys `j <= i` only (the
+/// mask is `-inf` above the diagonal, PyTorch's `is_causal=True`).
+/// PyTorch's `F.scaled_dot_product_attention(q, k, v, is_causal=causal)`.
+///
+/// Gradient, with `P` the probabilities and `g` the output's gradient:
+/// `v` gets `Pᵀ g`; with `dS = P ∘ (g vᵀ - rowsum(P ∘ g vᵀ)) / √d`, `q`
+/// gets `dS k` and `k` gets `dSᵀ q`.
+///
+/// ```
+/// use grad_runtime::{g_attention, ndarray::array, Tape};
+///
+/// let mut tape = Tape::<f64>::new();
+/// let q = tape.param(array![[[1.0, 0.0], [0.0, 1.0]]]);
+/// let k = tape.param(array![[[1.0, 0.0], [0.0, 1.0]]]);
+/// let v = tape.param(array![[[1.0, 2.0], [3.0, 4.0]]]);
+/// let y = g_attention(&mut tape, q, k, v, true);
+/// // The first query sees only the first key: its output is v's first row.
+/// assert_eq!(tape.value(y).slice(ndarray::s![0, 0, ..]), array![1.0, 2.0]);
+/// tape.backward(y)?;
+/// // sum(y)'s gradient in v[1] is the second query's weight on the second key.
+/// let weight = 1.0 / (1.0 + (-(0.5f64).sqrt()).exp());
+/// assert!((tape.grad(v)[[0, 1, 0]] - weight).abs() < 1e-15);
+/// # Ok::<(), grad_runtime::GradError>(())
+/// ```
+#[track_caller]
+pub fn g_attention<T: Float>(tp: &mut Tape<T>, q: Var, k: Var, v: Var, causal: bool) -> Var {
+    const NAME: &str = "g_attention";
+    let location = Location::caller();
+    let Some(ids) = tp.resolve(NAME, [q, k, v], location) else {
+        return tp.poisoned_var();
+    };
+    let dims = match Dims::of([tp.shape(ids[0]), tp.shape(ids[1]), tp.shape(ids[2])]) {
+        Ok(dims) => dims,
+        Err(kind) => return tp.fail(NAME, kind, &ids, location),
+    };
+    let lead = &tp.shape(ids[0])[..tp.shape(ids[0]).len() - 2];
+    let out_shape: Vec<usize> = lead.iter().copied().chain([dims.tq, dims.dv]).collect();
+    let probs_shape: Vec<usize> = lead.iter().copied().chain([dims.tq, dims.tk]).collect();
+    let Some(mut probs) = tp.output(NAME, IxDyn(&probs_shape), &ids, location) else {
+        return tp.poisoned_var();
+    };
+    let Some(mut out) = tp.output(NAME, IxDyn(&out_shape), &ids, location) else {
+        tp.recycle(probs.data);
+        return tp.poisoned_var();
+    };
+    let (probs_len, out_len, keys_len) = (dims.tq * dims.tk, dims.tq * dims.dv, (dims.d * dims.tk).max(1));
+    let mut keys_t = tp.scratch(dims.heads * keys_len);
+    let [q, k, v] = ids.map(|id| &tp.value_of(id).data[..]);
+    let heads = |i: usize, keys_t: &mut [T], probs: &mut [T], out: &mut [T]| {
+        let (q, k, v) =
+            (dims.head(q, i, dims.tq * dims.d), dims.head(k, i, dims.tk * dims.d), dims.head(v, i, dims.tk * dims.dv));
+        attend([q, k, v], dims, causal, keys_t, probs, out);
+    };
+    if probs_len == 0 || out_len == 0 {
+        // No query, or values of no width: nothing to weigh (the gradients are zeros too).
+        probs.data.fill(T::zero());
+        out.data.fill(T::zero());
+    } else if parallel::worth_it(dims.heads * probs_len * dims.d.max(1)) {
+        let chunks = keys_t.par_chunks_mut(keys_len).zip(probs.data.par_chunks_mut(probs_len));
+        let chunks = chunks.zip(out.data.par_chunks_mut(out_len)).enumerate();
+        parallel::run(true, || chunks.for_each(|(i, ((kt, p), o))| heads(i, kt, p, o)));
+    } else {
+        let chunks =
+            keys_t.chunks_mut(keys_len).zip(probs.data.chunks_mut(probs_len)).zip(out.data.chunks_mut(out_len));
+        chunks.enumerate().for_each(|(i, ((kt, p), o))| heads(i, kt, p, o));
+    }
+    tp.recycle(keys_t);
+    let [q, k, v] = ids;
+    tp.push(Op::Attention { q, k, v, causal, probs: probs.data }, out)
+}
+
+/// The sizes of one attention: `heads` (batch · heads, the product of the
+/// leading dims), `tq` queries and `tk` keys of `d` features, values of `dv`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Dims {
+    heads: usize,
+    tq: usize,
+    tk: usize,
+    d: usize,
+    dv: usize,
+}
+
+impl Dims {
+    /// Checks the shapes of `q`, `k`, `v`.
+    fn of([q, k, v]: [&[usize]; 3]) -> Result<Dims, ErrorKind> {
+        let rank = q.len();
+        if rank < 2 {
+            return Err(ErrorKind::Rank { expected: "2-D or higher (queries [..., T, d])", got: rank });
+        }
+        for other in [k, v] {
+            if other.len() != rank {
+                return Err(ErrorKind::RankMismatch { left: rank, right: other.len() });
+            }
+        }
+        for (&a, &b) in q[..rank - 2].iter().zip(k).chain(q[..rank - 2].iter().zip(v)) {
+            if a != b {
+                return Err(ErrorKind::BatchDim { left: a, right: b });
+            }
+        }
+        let (tq, d, tk, dv) = (q[rank - 2], q[rank - 1], k[rank - 2], v[rank - 1]);
+        if k[rank - 1] != d {
+            return Err(ErrorKind::InnerDim { left: d, right: k[rank - 1] });
+        }
+        if v[rank - 2] != tk {
+            return Err(ErrorKind::InnerDim { left: tk, right: v[rank - 2] });
+        }
+        if tk == 0 && tq > 0 {
+            return Err(ErrorKind::EmptyReduction { axis: rank - 2 });
+        }
+        Ok(Dims { heads: q[..rank - 2].iter().product(), tq, tk, d, dv })
+    }
+
+    /// Head `i`'s block of `len` elements of `data`.
+    fn head<'a, T>(&self, data: &'a [T], i: usize, len: usize) -> &'a [T] {
+        &data[i * len..(i + 1) * len]
+    }
+
+    /// How many keys query `i` sees.
+    #[inline(always)]
+    fn visible(&self, i: usize, causal: bool) -> usize {
+        if causal { (i + 1).min(self.tk) } else { self.tk }
+    }
+
+    fn scale<T: Float>(&self) -> T {
+        T::from_f64(1.0 / (self.d.max(1) as f64).sqrt())
+    }
+}
+
+/// `Σ a[i] b[i]` in 16 interleaved partial sums (vectorised), then a fixed
+/// tree: the same bits at every SIMD level.
+#[inline(always)]
+fn dot<T: Float>(a: &[T], b: &[T]) -> T {
+    let mut acc = [T::zero(); 16];
+    let (a16, b16) = (a.chunks_exact(16), b.chunks_exact(16));
+    let (a_tail, b_tail) = (a16.remainder(), b16.remainder());
+    for (a, b) in a16.zip(b16) {
+        for l in 0..16 {
+            acc[l] += a[l] * b[l];
+        }
+    }
+    let mut tail = T::zero();
+    for (&a, &b) in a_tail.iter().zip(b_tail) {
+        tail += a * b;
+    }
+    tree(acc) + tail
+}
+
+/// The sum of 16 partial sums by a fixed tree (halves added pairwise).
+#[inline(always)]
+fn tree<T: Float>(mut acc: [T; 16]) -> T {
+    let mut width = 16;
+    while width > 1 {
+        width /= 2;
+        for l in 0..width {
+            let upper = acc[l + width];
+            acc[l] += upper;
+        }
+    }
+    acc[0]
+}
+
+/// `y += a · x`.
+#[inline(always)]
+fn axpy<T: Float>(y: &mut [T], a: T, x: &[T]) {
+    for (y, &x) in y.iter_mut().zip(x) {
+        *y += a * x;
+    }
+}
+
+/// `Σ x[i]` in 16 interleaved partial sums, then a fixed tree: the same
+/// bits at every SIMD level.
+#[inline(always)]
+fn sum<T: Float>(x: &[T]) -> T {
+    let mut acc = [T::zero(); 16];
+    let chunks = x.chunks_exact(16);
+    let mut tail = T::zero();
+    for &x in chunks.remainder() {
+        tail += x;
+    }
+    for chunk in chunks {
+        for l in 0..16 {
+            acc[l] += chunk[l];
+        }
+    }
+    tree(acc) + tail
+}
+
+/// `out[c][r] = x[r][c]` for `x` of `rows × cols`.
+#[inline(always)]
+fn transpose_into<T: Float>(x: &[T], rows: usize, cols: usize, out: &mut [T]) {
+    for (r, row) in x.chunks_exact(cols.max(1)).take(rows).enumerate() {
+        for (c, &value) in row.iter().enumerate() {
+            out[c * rows + r] = value;
+        }
+    }
+}
+
+simd::multiversion! {
+    /// One head forward: each query's probabilities over the keys it sees
+    /// (the rest 0) into `probs`, its weighted sum of values into `out`.
+    /// `keys_t` is scratch of `d × tk`: the keys transposed, so that a
+    /// query's scores are `d` passes along the keys, with no horizontal sum.
+    fn attend[T: Float][T](
+        inputs: [&[T]; 3],
+        dims: Dims,
+        causal: bool,
+        keys_t: &mut [T],
+        probs: &mut [T],
+        out: &mut [T],
+    ) {
+        let [q, k, v] = inputs;
+        let Dims { tk, d, dv, .. } = dims;
+        let scale = dims.scale::<T>();
+        transpose_into(k, tk, d, keys_t);
+        for (i, (p, o)) in probs.chunks_exact_mut(tk).zip(out.chunks_exact_mut(dv)).enumerate() {
+            let visible = dims.visible(i, causal);
+            // Scores for whole vectors of keys (the extra ones are then
+            // dropped): no scalar tail in the `d` passes.
+            let scored = (visible.div_ceil(16) * 16).min(tk);
+            let row = &mut p[..scored];
+            row.fill(T::zero());
+            for (&qd, keys) in q[i * d..(i + 1) * d].iter().zip(keys_t.chunks_exact(tk)) {
+                axpy(row, qd, &keys[..scored]);
+            }
+            let (seen, unseen) = p.split_at_mut(visible);
+            let mut max = [T::neg_infinity(); 16];
+            for (n, p) in seen.iter_mut().enumerate() {
+                *p *= scale;
+                // A select, not `max()`: the same result here (scores are
+                // compared, NaNs propagate through exp either way) and it
+                // vectorises.
+                let m = &mut max[n % 16];
+                *m = if *p > *m { *p } else { *m };
+            }
+            let max = max.iter().fold(T::neg_infinity(), |a, &b| if b > a { b } else { a });
+            for p in seen.iter_mut() {
+                *p = (*p - max).tape_exp();
+            }
+            let total = sum(seen);
+            for p in seen.iter_mut() {
+                *p /= total;
+            }
+            unseen.fill(T::zero());
+            o.fill(T::zero());
+            for (j, &p) in seen.iter().enumerate() {
+                axpy(o, p, &v[j * dv..(j + 1) * dv]);
+            }
+        }
+    }
+}
+
+simd::multiversion! {
+    /// One head backward: `g` is the output's gradient, `values_t` scratch
+    /// of `dv × tk + tk` (the values transposed, then a row); `dq`, `dk`,
+    /// `dv` (zeros on entry) get the head's gradients.
+    fn attend_backward[T: Float][T](
+        inputs: [&[T]; 5],
+        dims: Dims,
+        causal: bool,
+        scratch: &mut [T],
+        grads: [&mut [T]; 3],
+    ) {
+        let ([q, k, v, probs, g], [dq, dk, dv]) = (inputs, grads);
+        let Dims { tk, d, dv: width, .. } = dims;
+        let scale = dims.scale::<T>();
+        let (values_t, row) = scratch.split_at_mut(width * tk);
+        transpose_into(v, tk, width, values_t);
+        for i in 0..dims.tq {
+            let visible = dims.visible(i, causal);
+            let (p, gi) = (&probs[i * tk..i * tk + visible], &g[i * width..(i + 1) * width]);
+            // row = g_i · vᵀ over the visible keys, then dS in place.
+            let row = &mut row[..visible];
+            row.fill(T::zero());
+            for (&gs, values) in gi.iter().zip(values_t.chunks_exact(tk)) {
+                axpy(row, gs, &values[..visible]);
+            }
+            let weighted = dot(p, row);
+            for (r, &p) in row.iter_mut().zip(p) {
+                *r = p * (*r - weighted) * scale;
+            }
+            let query = &q[i * d..(i + 1) * d];
+            for (j, (&ds, &p)) in row.iter().zip(p).enumerate() {
+                axpy(&mut dq[i * d..(i + 1) * d], ds, &k[j * d..(j + 1) * d]);
+                axpy(&mut dk[j * d..(j + 1) * d], ds, query);
+                axpy(&mut dv[j * width..(j + 1) * width], p, gi);
+            }
+        }
+    }
+}
+
+pub(crate) fn attention_backward<T: Float>(
+    sink: &mut GradSink<'_, T>,
+    g: &TensorRef<'_, T>,
+    [q, k, v]: [NodeId; 3],
+    causal: bool,
+    probs: &[T],
+) {
+    if ![q, k, v].iter().any(|&id| sink.wants(id)) {
+        return;
+    }
+    let shapes = [q, k, v].map(|id| sink.value(id).shape());
+    let Ok(dims) = Dims::of(shapes) else { return };
+    let lens = [dims.tq * dims.d, dims.tk * dims.d, dims.tk * dims.dv];
+    let mut grads = [q, k, v].map(|id| {
+        let len = sink.value(id).len();
+        let mut buffer = sink.scratch_for(id, len);
+        buffer.fill(T::zero());
+        buffer
+    });
+    // Per head: the values transposed, then a row of scores.
+    let scratch_len = (dims.dv + 1) * dims.tk.max(1);
+    let mut rows = sink.scratch(dims.heads * scratch_len);
+    let values = [q, k, v].map(|id| &sink.value(id).data[..]);
+    let head = |i: usize, row: &mut [T], [dq, dk, dv]: [&mut [T]; 3]| {
+        let inputs = [
+            dims.head(values[0], i, lens[0]),
+            dims.head(values[1], i, lens[1]),
+            dims.head(values[2], i, lens[2]),
+            dims.head(probs, i, dims.tq * dims.tk),
+            dims.head(g.data, i, dims.tq * dims.dv),
+        ];
+        attend_backward(inputs, dims, causal, row, [dq, dk, dv]);
+    };
+    let [dq, dk, dv] = &mut grads;
+    let empty = lens.contains(&0) || dims.tq * dims.tk == 0;
+    if !empty && parallel::worth_it(dims.heads * dims.tq * dims.tk * dims.d.max(1)) {
+        let chunks = dq.par_chunks_mut(lens[0]).zip(dk.par_chunks_mut(lens[1]));
+        let chunks = chunks.zip(dv.par_chunks_mut(lens[2])).zip(rows.par_chunks_mut(scratch_len));
+        parallel::run(true, || chunks.enumerate().for_each(|(i, (((dq, dk), dv), row))| head(i, row, [dq, dk, dv])));
+    } else if dims.tq * dims.tk > 0 {
+        // One head after another; by ranges, as a block may be empty (d = 0).
+        for i in 0..dims.heads {
+            let row = &mut rows[i * scratch_len..(i + 1) * scratch_len];
+            let [l0, l1, l2] = lens;
+            head(i, row, [&mut dq[i * l0..(i + 1) * l0], &mut dk[i * l1..(i + 1) * l1], &mut dv[i * l2..(i + 1) * l2]]);
+        }
+    }
+    sink.recycle(rows);
+    for (id, gradient) in [q, k, v].into_iter().zip(grads) {
+        if sink.wants(id) {
+            sink.add(id, gradient);
+        } else {
+            sink.recycle(gradient);
+        }
+    }
+}
+
+/// The attention recorded again as its unfused ops (a product, a scale,
+/// the causal mask, softmax, a product): what `grad_graph` differentiates.
+pub(crate) fn replay<T: Float>(tp: &mut Tape<T>, [q, k, v]: [Var; 3], causal: bool) -> Var {
+    let shape = tp.value(q).shape().to_vec();
+    let (rank, tk) = (shape.len(), tp.value(k).shape()[shape.len() - 2]);
+    let scale = T::from_f64(1.0 / (shape[rank - 1].max(1) as f64).sqrt());
+    let kt = crate::g_transpose(tp, k);
+    let scores = crate::g_matmul(tp, q, kt);
+    let scores = crate::g_muls(tp, scores, scale);
+    let scores = if causal {
+        let above = ndarray::Array2::from_shape_fn((shape[rank - 2], tk), |(i, j)| j > i);
+        // The lowest finite number, not -inf, so that anomaly mode accepts it:
+        // its exp is 0 all the same.
+        crate::g_masked_fill(tp, scores, &above, T::min_value())
+    } else {
+        scores
+    };
+    let probs = crate::g_softmax(tp, scores, -1);
+    crate::g_matmul(tp, probs, v)
+}

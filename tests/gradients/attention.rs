@@ -1,0 +1,141 @@
+//! `ops/attention.rs`: scaled dot-product attention as one op.
+
+use grad_runtime::*;
+use ndarray::{Array2, ArrayD, IxDyn};
+
+use crate::common::{Rng, assert_close, check_finite_differences, check_second_order};
+use crate::oracle::Case;
+
+/// The oracle cases of this module's op.
+pub fn replay(case: &Case, tp: &mut Tape<f64>) -> Option<Var> {
+    (case.op() == "attention").then(|| g_attention(tp, case.x(0), case.x(1), case.x(2), case.flag("causal")))
+}
+
+/// The same attention as five ops: the product, the scale, the mask, softmax, the product.
+fn unfused(tp: &mut Tape<f64>, [q, k, v]: [Var; 3], causal: bool) -> Var {
+    let shape = tp.value(q).shape().to_vec();
+    let (n, tk) = (shape.len(), tp.value(k).shape()[shape.len() - 2]);
+    let kt = g_transpose(tp, k);
+    let scores = g_matmul(tp, q, kt);
+    let scores = g_muls(tp, scores, 1.0 / (shape[n - 1] as f64).sqrt());
+    let scores = if causal {
+        let above = Array2::from_shape_fn((shape[n - 2], tk), |(i, j)| j > i);
+        g_masked_fill(tp, scores, &above, f64::NEG_INFINITY)
+    } else {
+        scores
+    };
+    let probs = g_softmax(tp, scores, -1);
+    g_matmul(tp, probs, v)
+}
+
+/// (queries, keys, values) shapes: heads in leading dims, keys longer than
+/// queries, values of another width, one query, no leading dim, features
+/// of width 0 (every key weighs the same).
+const SHAPES: [[&[usize]; 3]; 6] = [
+    [&[2, 2, 5, 4], &[2, 2, 5, 4], &[2, 2, 5, 4]],
+    [&[2, 3, 4], &[2, 6, 4], &[2, 6, 3]],
+    [&[1, 3, 8], &[1, 5, 8], &[1, 5, 2]],
+    [&[3, 1, 4], &[3, 2, 4], &[3, 2, 4]],
+    [&[4, 3], &[4, 3], &[4, 5]],
+    [&[2, 3, 0], &[2, 4, 0], &[2, 4, 2]],
+];
+
+#[test]
+fn attention_finite_differences() {
+    let mut rng = Rng::new(120);
+    for shapes in SHAPES {
+        for causal in [false, true] {
+            let inputs: Vec<ArrayD<f64>> = shapes.iter().map(|s| rng.normal_array(s)).collect();
+            let program = |tp: &mut Tape<f64>, v: &[Var]| g_attention(tp, v[0], v[1], v[2], causal);
+            check_finite_differences("g_attention", &program, &inputs, 121);
+        }
+    }
+}
+
+#[test]
+fn attention_equals_its_five_ops_in_value_and_gradient() {
+    let mut rng = Rng::new(122);
+    // Not at d = 0: the five ops scale by 1/√0 there (NaN); the op uses 1.
+    for shapes in SHAPES.into_iter().filter(|shapes| shapes[0].last() != Some(&0)) {
+        for causal in [false, true] {
+            let inputs: Vec<ArrayD<f64>> = shapes.iter().map(|s| rng.normal_array(s)).collect();
+            let weights = rng.normal_array(&{
+                let mut out = shapes[0].to_vec();
+                *out.last_mut().unwrap() = *shapes[2].last().unwrap();
+                out
+            });
+            let run = |fused: bool| {
+                let mut tp = Tape::<f64>::new();
+                let vars = [0, 1, 2].map(|i| tp.param(&inputs[i]));
+                let y = if fused {
+                    g_attention(&mut tp, vars[0], vars[1], vars[2], causal)
+                } else {
+                    unfused(&mut tp, vars, causal)
+                };
+                let w = tp.constant(&weights);
+                let yw = g_mul(&mut tp, y, w);
+                let loss = g_sum(&mut tp, yw);
+                tp.backward(loss).unwrap();
+                let value = tp.value(y).to_owned();
+                (value, vars.map(|v| tp.grad(v).to_owned()))
+            };
+            let ((y1, g1), (y2, g2)) = (run(true), run(false));
+            assert_close("attention value", &y1, &y2, 1e-12, 1e-12);
+            for (a, b) in g1.iter().zip(&g2) {
+                assert_close("attention gradient", a, b, 1e-11, 1e-12);
+            }
+        }
+    }
+}
+
+#[test]
+fn attention_second_order() {
+    let mut rng = Rng::new(123);
+    for causal in [false, true] {
+        let inputs: Vec<ArrayD<f64>> = SHAPES[1].iter().map(|s| rng.normal_array(s)).collect();
+        let program = |tp: &mut Tape<f64>, v: &[Var]| {
+            let y = g_attention(tp, v[0], v[1], v[2], causal);
+            g_tanh(tp, y)
+        };
+        check_second_order("g_attention", &program, &inputs, 124);
+    }
+}
+
+#[test]
+fn a_causal_query_sees_only_the_keys_before_it() {
+    // The first query's output is the first value whatever the other keys are.
+    let mut tp = Tape::<f64>::new();
+    let q = tp.param(ndarray::arr2(&[[1.0, 2.0], [0.5, -1.0], [3.0, 0.0]]));
+    let k = tp.param(ndarray::arr2(&[[0.1, 0.2], [9.0, 9.0], [-4.0, 7.0]]));
+    let v = tp.param(ndarray::arr2(&[[1.0, -1.0], [5.0, 6.0], [7.0, 8.0]]));
+    let y = g_attention(&mut tp, q, k, v, true);
+    assert_eq!(tp.value(y).slice(ndarray::s![0, ..]).to_vec(), vec![1.0, -1.0]);
+    // ... and no gradient reaches the keys and values it cannot see from it.
+    let first = g_slice(&mut tp, y, &[0, 0], &[1, 2]);
+    let loss = g_sum(&mut tp, first);
+    tp.backward(loss).unwrap();
+    assert_eq!(tp.grad(k).slice(ndarray::s![1.., ..]).iter().copied().collect::<Vec<_>>(), vec![0.0; 4]);
+    assert_eq!(tp.grad(v).slice(ndarray::s![1.., ..]).iter().copied().collect::<Vec<_>>(), vec![0.0; 4]);
+}
+
+#[test]
+fn mismatched_shapes_are_errors_naming_them() {
+    let mut tp = Tape::<f64>::new();
+    let mark = tp.mark();
+    let cases: [([&[usize]; 3], &str); 5] = [
+        ([&[2, 3, 4], &[2, 3, 5], &[2, 3, 4]], "inner dimensions differ"),
+        ([&[2, 3, 4], &[3, 3, 4], &[2, 3, 4]], "batch"),
+        ([&[2, 3, 4], &[2, 3, 4], &[2, 2, 4]], "inner dimensions differ"),
+        ([&[3, 4], &[2, 3, 4], &[2, 3, 4]], "dims"),
+        ([&[4], &[4], &[4]], "got a 1-d one"),
+    ];
+    for (shapes, words) in cases {
+        let [q, k, v] = shapes.map(|s| tp.param(ArrayD::<f64>::zeros(IxDyn(s))));
+        let y = g_attention(&mut tp, q, k, v, false);
+        assert!(y.is_poisoned());
+        let error = tp.error().unwrap().to_string();
+        assert!(error.starts_with("g_attention: "), "{error}");
+        assert!(error.to_lowercase().contains(words), "{shapes:?}: {error}");
+        tp.reset_to(mark);
+    }
+}
