@@ -1,5 +1,5 @@
 //! grad's figures for the side-by-side harness (`benches/side_by_side.py`): the workloads
-//! W1..W6 of benches/README.md, one `name value unit` line per figure, with the names,
+//! W1..W9 of benches/README.md, one `name value unit` line per figure, with the names,
 //! units and timing rule of the peers in benches/peers/ so the lines compare one to one.
 //! A time is the median of single timed iterations after a warm-up; each workload stops
 //! timing after a budget of seconds, so it stays under ~20 s.
@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use common::{Attention, Mlp, normal, w2_loss, w5_loss};
 use grad_runtime::*;
 
-const WORKLOADS: [&str; 7] = ["w1", "w2", "w3", "w4", "w5", "w6", "w9"];
+const WORKLOADS: [&str; 9] = ["w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8", "w9"];
 
 /// How long to time: the full measurement, or a smoke run.
 #[derive(Clone, Copy)]
@@ -166,6 +166,64 @@ fn w6(plan: Plan) {
     assert!(out.status.success(), "the W6 child failed: {}", out.status);
 }
 
+/// W7: one training step of nanoGPT's GPT (`common/gpt.rs`: 4 layers, 4
+/// heads, 128 wide, context 64, vocabulary 65) on a batch of 16 random
+/// sequences: cross-entropy over every position, backward, AdamW (lr 1e-3,
+/// β 0.9/0.95, ε 1e-8, decay 0.1 on the 2-D weights), clipping at 1, reset.
+fn w7(plan: Plan) {
+    use common::gpt::{Config, Gpt};
+    use grad_runtime::{AdamW, Rng};
+    const BATCH: usize = 16;
+    let config = Config::small(65);
+    let mut tape = Tape::<f32>::new();
+    let mut rng = Rng::new(7);
+    let model = Gpt::new(&mut tape, &mut rng, config);
+    let mut opt = AdamW::new(1e-3).betas(0.9, 0.95).eps(1e-8);
+    opt.add_params(&tape, &model, |name| Gpt::weight_decay(name, 0.1)).expect("W7's parameters register");
+    opt.set_clip(1.0).expect("a positive clip");
+    let batches: Vec<(Vec<usize>, Vec<usize>)> = (0..8)
+        .map(|_| {
+            let mut ids = || (0..BATCH * config.block).map(|_| (rng.next_u64() % 65) as usize).collect::<Vec<_>>();
+            (ids(), ids())
+        })
+        .collect();
+    let mark = tape.mark();
+    let mut k = 0;
+    let s = plan.median_s(3, 10, 200, 10, || {
+        let (inputs, targets) = &batches[k % batches.len()];
+        k += 1;
+        let tokens = model.embed(&mut tape, inputs);
+        let logits = model.logits(&mut tape, tokens, BATCH);
+        let loss = model.loss(&mut tape, logits, targets);
+        tape.backward(loss).expect("W7's loss is a scalar");
+        opt.step(&mut tape).expect("W7's step");
+        tape.reset_to(mark);
+    });
+    emit("w7_gpt_step_ms", s * 1e3, "ms");
+    emit("w7_gpt_tokens_per_s", (BATCH * config.block) as f64 / s, "tok/s");
+}
+
+/// W8: x[32,16,32,32], w[32,16,3,3], b[32], stride 1, padding 1; loss =
+/// sum(conv2d(x, w, b)); backward to x, w and b.
+fn w8(plan: Plan) {
+    let mut rng = grad_runtime::Rng::new(8);
+    let mut tape = Tape::<f32>::new();
+    let x = tape.param(normal(&mut rng, &[32, 16, 32, 32], 1.0));
+    let w = tape.param(normal(&mut rng, &[32, 16, 3, 3], 0.1));
+    let b = tape.param(normal(&mut rng, &[32], 0.1));
+    let mark = tape.mark();
+    let s = plan.median_s(5, 10, 500, 8, || {
+        let y = g_conv2d(&mut tape, x, w, Some(b), [1, 1], [1, 1], [1, 1], 1);
+        let loss = g_sum(&mut tape, y);
+        tape.backward(loss).expect("W8's loss is a scalar");
+        tape.reset_to(mark);
+    });
+    // Three convolutions' worth: the forward and the two gradients.
+    const FLOP: f64 = 6.0 * 32.0 * 32.0 * 32.0 * 32.0 * 16.0 * 9.0;
+    emit("w8_conv_step_ms", s * 1e3, "ms");
+    emit("w8_conv_gflops", FLOP / s / 1e9, "GFLOP/s");
+}
+
 /// W9: the W1 MLP with tanh, mse; H·v in all four parameters: the
 /// gradient recorded on the tape (`grad_graph`), then one backward of
 /// `Σ ⟨g, v⟩` through it.
@@ -212,6 +270,8 @@ fn main() {
             "w4" => w4(plan),
             "w5" => w5(plan),
             "w6" => w6(plan),
+            "w7" => w7(plan),
+            "w8" => w8(plan),
             "w9" => w9(plan),
             "w6-child" => w6_here(plan),
             other => {

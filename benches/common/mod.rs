@@ -1,6 +1,9 @@
 //! What the benchmark binaries share: seeded inputs, the W1 model, W2's and
-//! W5's losses, W4's attention and W6's memory figures.
+//! W5's losses, W4's attention, W6's memory figures and W7's GPT (`gpt.rs`,
+//! also the model of the char_gpt example).
 #![allow(dead_code)] // each binary uses a different subset
+
+pub mod gpt;
 
 use grad_runtime::{
     Adam, Rng, Tape, Var, g_adds, g_bmm, g_matmul, g_mse, g_mul, g_muls, g_sigmoid, g_softmax, g_sum, g_tanh,

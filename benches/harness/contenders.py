@@ -7,7 +7,9 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ALL_WORKLOADS = ["w1", "w2", "w3", "w4", "w5", "w6", "w9"]
+ALL_WORKLOADS = ["w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8", "w9"]
+# The Rust peers (rust/) implement these; W7 and W8 are PyTorch and JAX only.
+RUST_PEER_WORKLOADS = ["w1", "w2", "w3", "w4", "w5", "w6", "w9"]
 ALL_PEERS = ["torch", "jax", "candle", "burn", "burn-flex", "ndarray"]
 
 
@@ -73,7 +75,7 @@ def _rust_peer(name, binary, peers_dir, what, env=None, workloads=None, role="pe
                *(peers_dir / "rust" / "src").rglob("*.rs")]
     stale = [s.name for s in sources if s.stat().st_mtime > exe.stat().st_mtime]
     warning = f"{exe} is older than {', '.join(stale)}: rebuild it" if stale else None
-    c = Contender(name, [str(exe)], what, role, env or {}, workloads or list(ALL_WORKLOADS))
+    c = Contender(name, [str(exe)], what, role, env or {}, workloads or list(RUST_PEER_WORKLOADS))
     return c, None, warning
 
 

@@ -26,6 +26,10 @@ FIGURES = [
     ("w5", "w5_grad_macro_ms", "lower"),
     ("w6", "w6_peak_rss_mib", "lower"),
     ("w6", "w6_rss_growth_mib", None),
+    ("w7", "w7_gpt_step_ms", "lower"),
+    ("w7", "w7_gpt_tokens_per_s", "higher"),
+    ("w8", "w8_conv_step_ms", "lower"),
+    ("w8", "w8_conv_gflops", "higher"),
     ("w9", "w9_hvp_us", "lower"),
 ]
 
@@ -44,10 +48,12 @@ TITLES = {
     "w4": "W4 attention forward + backward: x[8,64,64], four [64,64] projections, softmax",
     "w5": "W5 bandwidth bound: sum(sigmoid(x)*x), backward, x[16M] (GB/s of 4 B*16M*3)",
     "w6": "W6 steady state: W1 for 2000 steps, tape reset each step, fresh process",
+    "w7": "W7 GPT training step (nanoGPT's architecture: 4 layers, 4 heads, 128 wide, context 64, batch 16, AdamW, clipping)",
+    "w8": "W8 convolution step: sum(conv2d(x[32,16,32,32], w[32,16,3,3], b)), backward to x, w, b",
     "w9": "W9 Hessian-vector product: the W1 MLP with tanh, mse, H·v in all four parameters",
 }
 
-UNIT_WORDS = {"us": "µs", "ns": "ns", "ms": "ms", "GFLOP/s": "GFLOP/s", "GB/s": "GB/s", "MiB": "MiB"}
+UNIT_WORDS = {"tok/s": "tokens/s", "us": "µs", "ns": "ns", "ms": "ms", "GFLOP/s": "GFLOP/s", "GB/s": "GB/s", "MiB": "MiB"}
 
 
 class Raw:

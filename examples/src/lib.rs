@@ -3,6 +3,9 @@
 //! are `digits/`, `attention.rs` and `regression.rs` beside this folder.
 //! [`gpt`] is nanoGPT's model, which `char_gpt/` trains.
 
+/// nanoGPT's model: the file lives with the benchmarks, whose W7 trains it
+/// (and which build it against older revisions of the library too).
+#[path = "../../benches/common/gpt.rs"]
 pub mod gpt;
 
 use std::error::Error;

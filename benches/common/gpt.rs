@@ -6,6 +6,10 @@
 //! parameter names follow nanoGPT's (`h.0.attn.c_attn.weight`), its
 //! initialisation too: normal(0, 0.02), the residual projections
 //! 0.02/√(2·n_layer), biases 0. Dropout is 0, as in nanoGPT's benchmarks.
+//!
+//! One file for two users: the char_gpt example (`grad_examples::gpt`)
+//! and W7 of the benchmarks (`benches/common`), so that W7 measures the
+//! model the example trains.
 
 use grad_runtime::nn::{Embedding, LayerNorm, Linear};
 use grad_runtime::{Float, Params, Rng, Tape, Var, grad, init};
