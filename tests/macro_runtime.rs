@@ -216,3 +216,31 @@ fn a_stale_handle_or_bad_bounds_inside_a_region_report_as_the_unfused_op() {
         assert_eq!((fused.op(), fused.kind(), fused.shapes()), (op, &kind, &shapes[..]), "case {case}");
     }
 }
+
+/// A region that cannot fuse exactly (a value with a gradient broadcast
+/// inside it) runs as its ops, and says so: counted, named in the tape's
+/// listing with its line, forgotten when the tape rewinds past it.
+#[test]
+fn a_region_recorded_unfused_is_counted_and_listed() {
+    let mut tape = Tape::<f32>::new();
+    let x = tape.param(ndarray::array![[1.0f32, 2.0], [3.0, 4.0]]);
+    let (b1, b2) = (tape.param(ndarray::array![0.5f32, 0.5]), tape.param(ndarray::array![1.0f32, 1.0]));
+    let mark = tape.mark();
+    let before = tape.len();
+    let one = grad!(tape; sigmoid(x) * b1 + b2);
+    assert_eq!((tape.unfused_regions(), tape.len() - before), (0, 1), "b1 and b2 are leaves: one node");
+    let line = line!() + 1;
+    let y = grad!(tape; tanh(b1 + b2) * x);
+    assert_eq!(tape.unfused_regions(), 1);
+    let listing = format!("{tape:?}");
+    let expected =
+        format!("(at tests/macro_runtime.rs:{line}): nodes #{}..#{} are its ops", before + 1, tape.len() - 1);
+    assert!(listing.contains("unfused region") && listing.contains(&expected), "{listing}");
+    // The same values and gradients as the ops written out.
+    let loss = grad!(tape; sum(y));
+    tape.backward(loss).unwrap();
+    assert!(tape.grad(b1).iter().all(|g| g.is_finite()));
+    tape.reset_to(mark);
+    assert_eq!(tape.unfused_regions(), 0);
+    let _ = one;
+}

@@ -159,7 +159,11 @@ pub fn fused<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize>(
         return tp.poisoned_var();
     };
     if !checked.exact {
-        return unfused::run(tp, K::STEPS, &leaves, scalars);
+        let first = tp.len();
+        let out = unfused::run(tp, K::STEPS, &leaves, scalars);
+        let site = K::SITES.last().copied().unwrap_or_else(Location::caller);
+        tp.note_unfused(first, K::NAME, site);
+        return out;
     }
     // The Rust scalars among the leaves, in leaf order.
     let (mut leaf_scalars, mut count) = ([T::zero(); N], 0);
