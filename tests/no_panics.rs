@@ -66,6 +66,18 @@ fn list(rng: &mut Rng) -> Vec<usize> {
     (0..small(rng, 4)).map(|_| number(rng)).collect()
 }
 
+/// Class targets or ids: a `list`, shaped `[2, 2]` when it has 4 entries
+/// (and `[1, 3]` when it has 3), drawing what `list` draws.
+fn indices(rng: &mut Rng) -> ArrayD<usize> {
+    let flat = list(rng);
+    let shape = match flat.len() {
+        4 => vec![2, 2],
+        3 => vec![1, 3],
+        n => vec![n],
+    };
+    ArrayD::from_shape_vec(shape, flat).expect("the shape has the list's length")
+}
+
 /// A window, stride, padding or dilation: two numbers, extreme ones included.
 fn pair(rng: &mut Rng) -> [usize; 2] {
     [number(rng), number(rng)]
@@ -143,8 +155,8 @@ fn call_op(name: &str, rng: &mut Rng, tape: &mut Tape<f64>, pick: &mut dyn FnMut
         "g_softmax" => g_softmax(tape, a, axis(rng)),
         "g_log_softmax" => g_log_softmax(tape, a, axis(rng)),
         "g_mse" => g_mse(tape, a, b),
-        "g_cross_entropy" => g_cross_entropy(tape, a, &list(rng)),
-        "g_embedding" => g_embedding(tape, a, &list(rng)),
+        "g_cross_entropy" => g_cross_entropy(tape, a, &indices(rng)),
+        "g_embedding" => g_embedding(tape, a, &indices(rng)),
         "g_layer_norm" => {
             let beta = pick(rng);
             g_layer_norm(tape, a, b, beta, s.abs())

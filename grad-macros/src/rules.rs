@@ -40,9 +40,9 @@ pub(crate) enum Rule {
     Softmax,
     /// Two tensors of one shape to a scalar `[]`.
     Mse,
-    /// Logits `[n, c]` and class targets to a scalar `[]`.
+    /// Logits `[.., c]` (2-D or more) and class targets to a scalar `[]`.
     CrossEntropy,
-    /// Rows of a table `[v, d]` gathered by ids: `[len(ids), d]`.
+    /// Rows of a table `[v, d]` gathered by ids: `[..ids, d]`.
     Embedding,
     /// Normalized over the last dim `d`; gamma and beta are `[d]`.
     LayerNorm,
@@ -485,14 +485,13 @@ fn mse(site: &Site) -> Outcome {
 fn cross_entropy(site: &Site) -> Outcome {
     let logits = &site.tensors[0];
     if let Some(dims) = known(logits)
-        && dims.len() != 2
+        && dims.len() < 2
     {
-        let summary = format!("`{}`: the logits must be 2-D, [n, classes]", site.text);
-        let help = (dims.len() > 2 && !dims.contains(&Dim::Unknown)).then(|| {
-            let rows = dims[..dims.len() - 1].iter().map(ToString::to_string).collect::<Vec<_>>().join(" * ");
-            let last = &dims[dims.len() - 1];
-            format!("flatten the leading dims first: `reshape({}, [{rows}, {last}])`", logits.text)
-        });
+        let summary = format!("`{}`: the logits must be 2-D or more, [.., classes]", site.text);
+        let help = match dims {
+            [classes] => Some(format!("for one row of {classes} classes write `reshape({}, [1, {classes}])`", logits.text)),
+            _ => None,
+        };
         return Err(message(summary, &[is(logits)], help));
     }
     Ok(Shape::scalar())
@@ -500,15 +499,16 @@ fn cross_entropy(site: &Site) -> Outcome {
 
 // ---- ops/embedding.rs ----
 
+/// `[v, d]` gathered by ids: the ids' shape with `d` appended, unknown
+/// when the ids' shape is (Rust data the block does not declare).
 fn embedding(site: &Site) -> Outcome {
     let table = &site.tensors[0];
     match known(table) {
-        Some([_, d]) => Ok(Shape::Known(vec![Dim::Unknown, d.clone()])),
+        Some([_, _]) | None => Ok(Shape::Unknown),
         Some(_) => {
             let summary = format!("`{}`: the table must be 2-D, [vocabulary, dim]", site.text);
             Err(message(summary, &[is(table)], None))
         }
-        None => Ok(Shape::Unknown),
     }
 }
 

@@ -72,6 +72,9 @@ pub enum ErrorKind {
     IndexShape { dim: usize, index: usize, len: usize },
     /// A list of indices whose length does not match the batch it indexes.
     IndexCount { what: &'static str, got: usize, expected: usize },
+    /// Indices of another shape than the one the op needs (`g_cross_entropy`'s
+    /// N-D targets must have the logits' shape without the class axis).
+    IndicesShape { what: &'static str, expected: Vec<usize>, got: Vec<usize> },
     /// A scalar argument outside its domain (a negative learning rate, a
     /// dropout probability of 1.5, ...).
     InvalidArgument { name: &'static str, value: f64, expected: &'static str },
@@ -287,6 +290,10 @@ impl fmt::Display for ErrorKind {
             ),
             ErrorKind::IndexCount { what, got, expected } => {
                 write!(f, "got {got} {what}s, expected {expected}")
+            }
+            ErrorKind::IndicesShape { what, expected, got } => {
+                let count = expected.iter().fold(1usize, |n, &d| n.saturating_mul(d));
+                write!(f, "the {what} are shaped {got:?}, expected {expected:?} (or a flat list of {count})")
             }
             ErrorKind::InvalidArgument { name, value, expected } => {
                 write!(f, "{name} = {value} is invalid: expected {expected}")

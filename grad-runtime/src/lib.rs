@@ -57,6 +57,7 @@ mod error;
 mod finite;
 mod float;
 mod gemm;
+mod indices;
 pub mod guide;
 pub mod init;
 pub mod io;
@@ -88,6 +89,7 @@ pub use ndarray;
 pub use batches::Minibatches;
 pub use error::{ErrorKind, GradError};
 pub use float::Float;
+pub use indices::Indices;
 #[doc(hidden)]
 pub use grad_macros::__builtin_table;
 /// Derives [`Params`](trait@Params) for a model struct; see the trait.

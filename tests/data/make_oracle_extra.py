@@ -219,6 +219,14 @@ for name, (qs, ks, vs), causal in [
     case(name, "attention", {"causal": causal},
          [("q", randn(*qs), True), ("k", randn(*ks), True), ("v", randn(*vs), True)],
          lambda q, k, v, c=causal: F.scaled_dot_product_attention(q, k, v, is_causal=c))
+# N-D ids and a language model's loss: ids [B, T] give [B, T, D]; logits
+# [B, T, V] with targets [B, T] are the mean over every position.
+ids_2d = torch.tensor([[4, 0, 4], [2, 1, 1]], dtype=torch.int64)
+case("embedding_2d_ids", "embedding", {}, [("table", randn(5, 3), True), ("ids", ids_2d, False)],
+     lambda t, i: F.embedding(i, t))
+targets_2d = torch.tensor([[1, 4, 0], [3, 3, 2]], dtype=torch.int64)
+case("cross_entropy_3d", "cross_entropy", {}, [("logits", randn(2, 3, 5), True), ("targets", targets_2d, False)],
+     lambda x, t: F.cross_entropy(x.reshape(-1, 5), t.reshape(-1)))
 
 doc = {
     "format": "autodiff-oracle/1",

@@ -134,6 +134,9 @@ pinn = {"params": [arr(t) for t in (w1, b1, w2, b2)], "x": arr(x), "f": arr(f),
 # Cases added after the third-order one draw after it, so earlier data stays.
 case("attention", [randn(2, 4, 3), randn(2, 5, 3), randn(2, 5, 2)],
      lambda q, k, v: s(F.scaled_dot_product_attention(q, k, v, is_causal=True)).sum())
+case("cross_entropy_3d", [randn(2, 3, 4)],
+     lambda x: F.cross_entropy(s(x).reshape(-1, 4), torch.tensor([[1, 0, 3], [2, 2, 0]]).reshape(-1)))
+case("embedding_2d_ids", [randn(3, 4)], lambda t: s(F.embedding(torch.tensor([[2, 0], [2, 1]]), t)).sum())
 
 doc = {"format": "grad-second-order/1", "seed": 3, "dtype": "f64",
        "generator": f"make_oracle_second_order.py, torch {torch.__version__}, float64", "cases": cases}

@@ -253,6 +253,23 @@ fn softmax_losses_embedding_and_norm() {
         },
         &[x],
     );
+    // N-D forms: logits [2, 3, 4] with targets [2, 3], ids [2, 2].
+    check(
+        "cross_entropy (3-D)",
+        &|tp, v| {
+            let s = squashed(tp, v[0]);
+            g_cross_entropy(tp, s, &array![[1, 0, 3], [2, 2, 0]])
+        },
+        &[rng.normal_array(&[2, 3, 4])],
+    );
+    check(
+        "embedding (2-D ids)",
+        &|tp, v| {
+            let e = g_embedding(tp, v[0], &array![[2, 0], [2, 1]]);
+            squashed(tp, e)
+        },
+        &[rng.normal_array(&[3, 4])],
+    );
 }
 
 #[test]
@@ -623,6 +640,14 @@ fn oracle_program(name: &str, tp: &mut Tape<f64>, v: &[Var]) -> Var {
             let y = g_conv2d(tp, v[0], v[1], Some(v[2]), [1, 1], [1, 0], [1, 1], 2);
             s(tp, y)
         }
+        "cross_entropy_3d" => {
+            let sx = s(tp, v[0]);
+            return g_cross_entropy(tp, sx, &array![[1, 0, 3], [2, 2, 0]]);
+        }
+        "embedding_2d_ids" => {
+            let e = g_embedding(tp, v[0], &array![[2, 0], [2, 1]]);
+            s(tp, e)
+        }
         "conv2d_dilated" => {
             let sx = s(tp, v[0]);
             let y = g_conv2d(tp, sx, v[1], None, [1, 1], [0, 1], [2, 1], 1);
@@ -650,7 +675,7 @@ fn pytorch_double_backward_oracle() {
         serde_json::from_str(include_str!("../data/oracle_second_order.json")).expect("the oracle is JSON");
     assert_eq!(file["format"], "grad-second-order/1");
     let cases = file["cases"].as_array().unwrap();
-    assert_eq!(cases.len(), 45);
+    assert_eq!(cases.len(), 47);
     for case in cases {
         let name = case["name"].as_str().unwrap();
         let list = |key: &str| case[key].as_array().unwrap().iter().map(json_array).collect::<Vec<_>>();

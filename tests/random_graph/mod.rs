@@ -52,8 +52,10 @@ pub enum Step {
     Softmax(usize, isize),
     LogSoftmax(usize, isize),
     Mse(usize, usize),
-    CrossEntropy(usize, Vec<usize>),
-    Embedding(usize, Vec<usize>),
+    /// Targets flat or shaped as the logits' leading dims.
+    CrossEntropy(usize, ArrayD<usize>),
+    /// Ids of rank 1 or 2.
+    Embedding(usize, ArrayD<usize>),
     LayerNorm(usize, usize, usize),
     Dropout(usize, f64, u64),
     Flatten(usize, isize),
@@ -293,14 +295,27 @@ impl Graph {
                 self.push(Step::Mse(a, b), vec![]);
             }
             21 => {
-                let x = self.as_matrix(a);
-                let (rows, cols) = (self.shapes[x][0], self.shapes[x][1]);
                 if r3.is_multiple_of(2) {
-                    let targets = (0..rows).map(|i| (r2 + 7 * i) % cols).collect();
+                    // N-D logits as they are (targets of their leading
+                    // shape, or flat), else made a matrix.
+                    let x = if self.shapes[a].len() >= 3 { a } else { self.as_matrix(a) };
+                    let shape = &self.shapes[x];
+                    let (leading, classes) = (&shape[..shape.len() - 1], shape[shape.len() - 1]);
+                    let rows: usize = leading.iter().product();
+                    let flat: Vec<usize> = (0..rows).map(|i| (r2 + 7 * i) % classes).collect();
+                    let targets_shape = if r3 % 4 == 0 { leading.to_vec() } else { vec![rows] };
+                    let targets = ArrayD::from_shape_vec(IxDyn(&targets_shape), flat).unwrap();
                     self.push(Step::CrossEntropy(x, targets), vec![]);
                 } else {
-                    let ids: Vec<usize> = (0..1 + r2 % 4).map(|i| (r2 + 5 * i) % rows).collect();
-                    self.push(Step::Embedding(x, ids.clone()), vec![ids.len(), cols]);
+                    let x = self.as_matrix(a);
+                    let (rows, cols) = (self.shapes[x][0], self.shapes[x][1]);
+                    let count = 1 + r2 % 4;
+                    let flat: Vec<usize> = (0..count).map(|i| (r2 + 5 * i) % rows).collect();
+                    let ids_shape = if r3 % 4 == 1 && count % 2 == 0 { vec![2, count / 2] } else { vec![count] };
+                    let ids = ArrayD::from_shape_vec(IxDyn(&ids_shape), flat).unwrap();
+                    let mut out = ids_shape;
+                    out.push(cols);
+                    self.push(Step::Embedding(x, ids), out);
                 }
             }
             22 => {
@@ -779,8 +794,8 @@ impl fmt::Debug for Graph {
                         Step::Slice(_, starts, stops) => format!(", {starts:?}, {stops:?}"),
                         Step::Concat(.., axis) => format!(", axis {axis}"),
                         Step::Softmax(_, axis) | Step::LogSoftmax(_, axis) => format!(", axis {axis}"),
-                        Step::CrossEntropy(_, t) => format!(", targets {t:?}"),
-                        Step::Embedding(_, ids) => format!(", ids {ids:?}"),
+                        Step::CrossEntropy(_, t) => format!(", targets {:?} {:?}", t.shape(), t.as_slice().unwrap()),
+                        Step::Embedding(_, ids) => format!(", ids {:?} {:?}", ids.shape(), ids.as_slice().unwrap()),
                         Step::Dropout(_, p, seed) => format!(", p {p}, rng seed {seed}"),
                         _ => String::new(),
                     };

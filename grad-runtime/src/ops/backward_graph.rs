@@ -209,9 +209,10 @@ pub(crate) fn backward<T: Float>(
         Op::CrossEntropy { logits, ref targets } => {
             // g · (softmax(logits) − onehot(targets)) / n.
             let shape = shape_of(tp, logits);
+            let classes = shape[shape.ndim() - 1];
             let onehot = tp.constant_with(shape.slice(), |m| {
                 m.fill(T::zero());
-                targets.iter().enumerate().for_each(|(row, &t)| m[row * shape[1] + t] = T::one());
+                targets.iter().enumerate().for_each(|(row, &t)| m[row * classes + t] = T::one());
             });
             let p = g_softmax(tp, var(tp, logits), -1);
             let diff = g_sub(tp, p, onehot);

@@ -3,7 +3,7 @@
 
 use std::panic::Location;
 
-use ndarray::IxDyn;
+use ndarray::{Dimension, IxDyn};
 
 use crate::error::ErrorKind;
 use crate::ops::Op;
@@ -13,12 +13,18 @@ use crate::ops::sink::GradSink;
 use crate::ops::softmax::{row_max, softmax_row};
 use crate::tape::NodeId;
 use crate::tensor::TensorRef;
-use crate::{Float, Tape, Var};
+use crate::{Float, Indices, Tape, Var};
 
-/// Cross-entropy of `logits: [N, C]` against integer class `targets` (one
-/// per row, each in `0..C`): `mean over n of -log_softmax(logits[n])[targets[n]]`,
-/// a scalar. Fused with its softmax, so it is stable for any finite logits.
-/// A target out of range is an error naming its position and value.
+/// Cross-entropy of `logits: [.., C]` (2-D or more, the classes on the
+/// last axis) against integer class `targets` (one per row, each in
+/// `0..C`): `mean over rows n of -log_softmax(logits[n])[targets[n]]`, a
+/// scalar, where the rows are every position of the leading dims: logits
+/// `[B, T, V]` with targets `[B, T]` is the mean over all `B · T`
+/// positions, PyTorch's `F.cross_entropy(logits.view(-1, V), targets.view(-1))`.
+/// The targets are any [`Indices`]: shaped as the leading dims (an
+/// `Array2<usize>` `[B, T]`), or a flat list of one target per row. Fused
+/// with its softmax, so it is stable for any finite logits. A target out
+/// of range is an error naming its (row-major) position and value.
 ///
 /// Gradient: `g · (softmax(logits[n]) - onehot(targets[n])) / N` to row `n`.
 ///
@@ -31,26 +37,41 @@ use crate::{Float, Tape, Var};
 /// tape.backward(y)?; // the gradient of sum(y)
 /// assert_eq!(tape.value(y), ndarray::arr0(2f64.ln()).into_dyn());
 /// assert_eq!(tape.grad(logits), array![[0.5, -0.5]].into_dyn());
+///
+/// // A language model's logits [batch, time, vocab] and targets [batch, time].
+/// let logits = tape.param(ndarray::Array3::<f64>::zeros((2, 3, 4)));
+/// let loss = g_cross_entropy(&mut tape, logits, &array![[0, 1, 2], [3, 0, 1]]);
+/// assert!((tape.scalar(loss) - 4f64.ln()).abs() < 1e-15);
 /// # Ok::<(), grad_runtime::GradError>(())
 /// ```
 #[track_caller]
-pub fn g_cross_entropy<T: Float>(tp: &mut Tape<T>, logits: Var, targets: &[usize]) -> Var {
+pub fn g_cross_entropy<T: Float, I: Indices + ?Sized>(tp: &mut Tape<T>, logits: Var, targets: &I) -> Var {
     const NAME: &str = "g_cross_entropy";
     let location = Location::caller();
     let Some([logits]) = tp.resolve(NAME, [logits], location) else {
         return tp.poisoned_var();
     };
     let shape = tp.shape(logits);
-    if shape.len() != 2 {
-        let kind = ErrorKind::Rank { expected: "2-D ([batch, classes])", got: shape.len() };
+    if shape.len() < 2 {
+        let kind = ErrorKind::Rank { expected: "2-D or more ([.., classes])", got: shape.len() };
         return tp.fail(NAME, kind, &[logits], location);
     }
-    let (rows, classes) = (shape[0], shape[1]);
-    if targets.len() != rows {
-        let kind = ErrorKind::IndexCount { what: "target", got: targets.len(), expected: rows };
+    let (leading, classes) = (&shape[..shape.len() - 1], shape[shape.len() - 1]);
+    // Saturating: with 0 classes the leading dims' product may not fit, and no targets match it.
+    let rows = leading.iter().fold(1usize, |n, &d| n.saturating_mul(d));
+    let given = targets.index_shape();
+    if given.ndim() == 1 && given[0] != rows {
+        let kind = ErrorKind::IndexCount { what: "target", got: given[0], expected: rows };
         return tp.fail(NAME, kind, &[logits], location);
     }
+    if given.ndim() != 1 && given.slice() != leading {
+        let kind =
+            ErrorKind::IndicesShape { what: "targets", expected: leading.to_vec(), got: given.slice().to_vec() };
+        return tp.fail(NAME, kind, &[logits], location);
+    }
+    let targets = tp.copy_indices_of(targets);
     if let Some((position, &index)) = targets.iter().enumerate().find(|&(_, &t)| t >= classes) {
+        tp.recycle_indices(targets);
         let kind = ErrorKind::IndexOutOfRange { what: "target class", position, index, len: classes };
         return tp.fail(NAME, kind, &[logits], location);
     }
@@ -58,11 +79,13 @@ pub fn g_cross_entropy<T: Float>(tp: &mut Tape<T>, logits: Var, targets: &[usize
     let mut exps = tp.scratch(if rows == 0 { 0 } else { classes });
     let x = &tp.value_of(logits).data;
     let total =
-        x.chunks_exact(classes.max(1)).zip(targets).fold(T::zero(), |sum, (row, &t)| sum + row_loss(row, t, &mut exps));
+        x.chunks_exact(classes.max(1)).zip(&targets).fold(T::zero(), |sum, (row, &t)| sum + row_loss(row, t, &mut exps));
     tp.recycle(exps);
-    let Some(mut out) = tp.output(NAME, IxDyn(&[]), &[logits], location) else { return tp.poisoned_var() };
+    let Some(mut out) = tp.output(NAME, IxDyn(&[]), &[logits], location) else {
+        tp.recycle_indices(targets);
+        return tp.poisoned_var();
+    };
     out.data[0] = total / T::from_usize(rows);
-    let targets = tp.copy_indices(targets);
     tp.push(Op::CrossEntropy { logits, targets }, out)
 }
 
@@ -85,7 +108,7 @@ pub(crate) fn cross_entropy_backward<T: Float>(
     targets: &[usize],
 ) {
     let x = sink.value(logits);
-    let classes = x.shape()[1];
+    let classes = x.shape()[x.shape().len() - 1];
     let scale = g.data[0] / T::from_usize(targets.len());
     let rows = AxisLanes { outer: targets.len(), len: classes, inner: 1 };
     sink.contribute(logits, |c| {

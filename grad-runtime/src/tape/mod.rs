@@ -671,6 +671,13 @@ impl<T: Float> Tape<T> {
         copy
     }
 
+    /// A copy of `indices` (row-major) in a pooled index buffer.
+    pub(crate) fn copy_indices_of<I: crate::Indices + ?Sized>(&mut self, indices: &I) -> Vec<usize> {
+        let mut copy = self.index_pool.take(indices.index_shape().size());
+        indices.copy_indices_into(&mut copy);
+        copy
+    }
+
     /// A pooled index buffer of `len` entries with unspecified contents;
     /// hand it back with [`recycle_indices`](Tape::recycle_indices) or keep
     /// it in a node's op (which returns it when the node is dropped).
