@@ -36,8 +36,9 @@ fn floats(tape: &Tape<f32>, var: Var) -> Value {
     json!({ "dtype": "float32", "shape": value.shape(), "data": value.iter().collect::<Vec<_>>() })
 }
 
-fn ids_json(ids: &[usize]) -> Value {
-    json!({ "dtype": "int64", "shape": [ids.len()], "data": ids })
+/// The JSON of integer ids of any shape.
+fn ids_json(ids: &ArrayD<usize>) -> Value {
+    json!({ "dtype": "int64", "shape": ids.shape(), "data": ids.iter().collect::<Vec<_>>() })
 }
 
 // ---- the models ----
@@ -142,22 +143,22 @@ impl Gpt {
         }
     }
 
-    /// The logits `[batch, T, VOCAB]` of `ids` (row-major `[batch, T]`),
-    /// and the token embedding (whose ids the export makes an input).
-    fn forward(&self, tape: &mut Tape<f32>, ids: &[usize]) -> (Var, Var) {
+    /// The logits `[batch, T, VOCAB]` of `ids` `[batch, T]`, and the token
+    /// embedding `[batch, T, C]` (whose ids the export makes an input).
+    fn forward(&self, tape: &mut Tape<f32>, ids: &Array2<usize>) -> (Var, Var) {
         let Gpt { wte, wpe, ln1_g, ln1_b, attn_w, attn_b, proj_w, proj_b, .. } = *self;
         let Gpt { ln2_g, ln2_b, fc_w, fc_b, out_w, out_b, lnf_g, lnf_b, .. } = *self;
-        let batch = ids.len() / T;
+        let batch = ids.nrows();
         let (t, c, h, s) = (T, C, HEADS, C / HEADS);
         let positions: Vec<usize> = (0..T).collect();
         let causal = Array2::from_shape_fn((T, T), |(i, j)| j > i);
         let scale = 1.0 / (s as f32).sqrt();
         let tokens = grad!(tape; wte: [V, C]; embedding(wte, ids));
         let logits = grad!(tape;
-            tokens: [N, C], wpe: [T, C], ln1_g: [C], ln1_b: [C], attn_w: [C, Q], attn_b: [Q], proj_w: [C, C],
+            tokens: [B, T, C], wpe: [T, C], ln1_g: [C], ln1_b: [C], attn_w: [C, Q], attn_b: [Q], proj_w: [C, C],
             proj_b: [C], ln2_g: [C], ln2_b: [C], fc_w: [C, F], fc_b: [F], out_w: [F, C], out_b: [C],
             lnf_g: [C], lnf_b: [C], wte: [V, C];
-            let x = reshape(tokens, [batch, t, c]) + embedding(wpe, &positions);
+            let x = tokens + embedding(wpe, &positions);
             let qkv = layer_norm(x, ln1_g, ln1_b, 1e-5) @ attn_w + attn_b;
             let q = permute(reshape(slice(qkv, [0, 0, 0], [batch, t, c]), [batch, t, h, s]), [0, 2, 1, 3]);
             let k = permute(reshape(slice(qkv, [0, 0, c], [batch, t, 2 * c]), [batch, t, h, s]), [0, 2, 1, 3]);
@@ -185,6 +186,8 @@ fn every_op(tape: &mut Tape<f32>, rng: &mut Rng) -> (Named, Named) {
     let picks = ndarray::arr2(&[[3usize, 0], [1, 1], [2, 0]]);
     let mask = ndarray::arr2(&[[true, false, false, true], [false, true, false, false], [true, true, false, true]]);
     let targets = [1usize, 3, 0];
+    let ids = ndarray::arr2(&[[2usize, 0], [1, 2]]);
+    let targets_2d = ndarray::arr2(&[[1usize, 0], [0, 1], [1, 1]]);
     let outputs = grad!(tape; a: [3, 4], b: [3, 4], images: [2, 4, 3, 3], gamma: [4], beta: [4];
         let activations = sigmoid(a) + tanh(b) * exp(a) - log(abs(b) + 1.0) / sqrt(abs(a) + 1.0)
             + pow(abs(a) + 0.5, 1.5) + leaky_relu(a, 0.1) + silu(b) + softplus(a * 30.0)
@@ -195,14 +198,15 @@ fn every_op(tape: &mut Tape<f32>, rng: &mut Rng) -> (Named, Named) {
         let layout = transpose(cumsum(slice(concat(a, b, 1), [1, 2], [3, 7]), 1));
         let indexing = concat(gather(a, 1, &picks), index_select(b, 1, &[2, 0]), 1);
         let masking = where(&mask, a, b) + masked_fill(a, &mask, -2.0);
+        let embedded = embedding(b, &ids);
         let losses = concat(
-            reshape(mse(a, b) + cross_entropy(a, &targets), [1]),
+            reshape(mse(a, b) + cross_entropy(a, &targets) + cross_entropy(reshape(b, [3, 2, 2]), &targets_2d), [1]),
             reshape(sum(a) * mean(b), [1]), 0);
-        (activations, reductions, layout, indexing, masking, losses,
+        (activations, reductions, layout, indexing, masking, embedded, losses,
          group_norm(images, 2, gamma, beta, 1e-5), log_softmax(a, 0), sum(b, 1, false),
          bmm(reshape(a, [1, 3, 4]), reshape(transpose(b), [1, 4, 3])),
          attention(reshape(a, [1, 3, 4]), reshape(b, [1, 3, 4]), reshape(a * b, [1, 3, 4]), true)));
-    let (activations, reductions, layout, indexing, masking, losses, group, log_softmax, row_sums, products, attended) =
+    let (activations, reductions, layout, indexing, masking, embedded, losses, group, log_softmax, row_sums, products, attended) =
         outputs;
     let inputs = vec![("a", a), ("images", images)];
     let outputs = vec![
@@ -211,6 +215,7 @@ fn every_op(tape: &mut Tape<f32>, rng: &mut Rng) -> (Named, Named) {
         ("layout", layout),
         ("indexing", indexing),
         ("masking", masking),
+        ("embedded", embedded),
         ("losses", losses),
         ("group_norm", group),
         ("log_softmax", log_softmax),
@@ -282,23 +287,46 @@ fn write_cases(dir: &Path) -> Value {
     let mut runs = Vec::new();
     let path = dir.join("gpt.onnx");
     for batch in [2, 3] {
-        let ids: Vec<usize> = (0..batch * T).map(|_| (rng.next_u64() % VOCAB as u64) as usize).collect();
+        let ids = Array2::from_shape_fn((batch, T), |_| (rng.next_u64() % VOCAB as u64) as usize);
         let (tokens, logits) = model.forward(&mut tape, &ids);
         if batch == 2 {
             Export::new(&mut tape)
                 .params(&model)
                 .ids_input("ids", tokens)
                 .output("logits", logits)
-                .batch("tokens")
+                .batch("batch")
                 .write(&path)
                 .unwrap();
         }
-        runs.push(json!({ "inputs": { "ids": ids_json(&ids) }, "outputs": { "logits": floats(&tape, logits) } }));
+        let ids = ids_json(&ids.into_dyn());
+        runs.push(json!({ "inputs": { "ids": ids }, "outputs": { "logits": floats(&tape, logits) } }));
         tape.reset_to(mark);
     }
-    // The ids are [tokens]; the logits' first dim is the number of sequences.
-    let dims = json!({ "logits": [format!("tokens/{T}"), T, VOCAB] });
+    // The ids are [batch, T], and so are the logits' first two dims.
+    let dims = json!({ "logits": ["batch", T, VOCAB] });
     cases.push(json!({ "name": "gpt_block", "model": path, "runs": runs, "output_dims": dims }));
+
+    // Flat ids [tokens], their rows regrouped into sequences: traced at 2
+    // sequences of T, also run at 3.
+    let mut tape = Tape::<f32>::new();
+    let wte = tape.param(random(&mut rng, &[VOCAB, C]));
+    let mark = tape.mark();
+    let mut runs = Vec::new();
+    let path = dir.join("flat_ids.onnx");
+    for batch in [2, 3] {
+        let ids = ArrayD::from_shape_fn(IxDyn(&[batch * T]), |_| (rng.next_u64() % VOCAB as u64) as usize);
+        let tokens = grad!(tape; wte: [V, C]; embedding(wte, &ids));
+        let sequences = grad!(tape; tokens: [N, C]; reshape(tokens, [batch, {T}, C]));
+        if batch == 2 {
+            let export = Export::new(&mut tape).ids_input("ids", tokens).output("sequences", sequences);
+            export.batch("tokens").write(&path).unwrap();
+        }
+        runs.push(json!({ "inputs": { "ids": ids_json(&ids) }, "outputs": { "sequences": floats(&tape, sequences) } }));
+        tape.reset_to(mark);
+    }
+    // The ids are [tokens]; the sequences' first dim is their number.
+    let dims = json!({ "sequences": [format!("tokens/{T}"), T, C] });
+    cases.push(json!({ "name": "flat_ids", "model": path, "runs": runs, "output_dims": dims }));
 
     // Every other op, fixed shapes.
     let mut tape = Tape::<f32>::new();
@@ -434,7 +462,7 @@ fn an_export_leaves_the_tape_as_it_was_and_is_deterministic() {
     let mut rng = Rng::new(3);
     let mut tape = Tape::<f32>::new();
     let model = Gpt::new(&mut tape, &mut rng);
-    let ids: Vec<usize> = (0..2 * T).map(|i| i % VOCAB).collect();
+    let ids = Array2::from_shape_fn((2, T), |(b, t)| (b * T + t) % VOCAB);
     let (tokens, logits) = model.forward(&mut tape, &ids);
     let loss = grad!(tape; mean(logits * logits));
     let before: Vec<f32> = tape.value(logits).iter().copied().collect();

@@ -66,8 +66,9 @@ pub(super) fn to_bytes<T: Float>(export: Export<'_, T>) -> Result<Vec<u8>, GradE
     }
     // One symbol for the first dim of every input: they must agree.
     let first_dims = inputs.iter().map(|&(_, id)| tape.shape(id).first().copied().unwrap_or(1)).chain(
-        ids_inputs.iter().map(|&(_, id)| match tape.op_of(id) {
-            Op::Embedding { ids, .. } => ids.len(),
+        // The ids' first dim is the embedding's (a 0-D id gives a 1-D row).
+        ids_inputs.iter().map(|&(_, id)| match tape.shape(id) {
+            [first, _, ..] => *first,
             _ => 1,
         }),
     );
@@ -143,9 +144,13 @@ impl Walk {
             self.values.insert(*id, Value { name, dynamic });
         }
         for (name, id) in ids_inputs {
-            let Op::Embedding { ids, .. } = tape.op_of(*id) else { continue };
+            let Op::Embedding { .. } = tape.op_of(*id) else { continue };
             let name = self.graph.fresh(name);
-            self.inputs.push(value_info(&name, INT64, &[ids.len()], dynamic, batch));
+            // Shaped as the ids: the embedding's shape without its last dim.
+            let shape = tape.shape(*id);
+            let ids_shape = &shape[..shape.len() - 1];
+            let dynamic = dynamic.filter(|_| !ids_shape.is_empty());
+            self.inputs.push(value_info(&name, INT64, ids_shape, dynamic, batch));
             self.values.insert(ids_key(*id), Value { name, dynamic });
         }
     }

@@ -57,10 +57,11 @@
 //!
 //! # Embedding ids
 //!
-//! `g_embedding` takes its ids as a Rust slice, so the tape holds them as
-//! traced values; [`ids_input`](Export::ids_input) makes the ids of one
-//! embedding a graph input (`int64`, shaped as the ids were) instead, as a
-//! language model's token ids are. Position ids stay constants.
+//! `g_embedding` takes its ids as Rust data (a slice, or an ndarray array
+//! of any rank), so the tape holds them as traced values;
+//! [`ids_input`](Export::ids_input) makes the ids of one embedding a graph
+//! input (`int64`, shaped as the ids were: `[tokens]`, `[batch, T]`)
+//! instead, as a language model's token ids are. Position ids stay constants.
 
 mod dims;
 mod export;
@@ -126,7 +127,8 @@ impl<'t, T: Float> Export<'t, T> {
 
     /// Makes the ids of the embedding that produced `embedding` (the
     /// output of `g_embedding`, or of `nn::Embedding::forward`) a graph
-    /// input called `name`, of type `int64`.
+    /// input called `name`, of type `int64`, shaped as the ids were (with
+    /// [`batch`](Export::batch), its first dim is the symbol).
     #[must_use]
     pub fn ids_input(mut self, name: &str, embedding: Var) -> Self {
         self.ids_inputs.push((name.to_string(), embedding));

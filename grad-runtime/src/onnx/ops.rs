@@ -215,7 +215,17 @@ pub(crate) fn emit<T: Float>(e: &mut Emit<'_, T>, id: NodeId) -> Result<Value, R
             }
             let targets: Vec<i64> = targets.iter().map(|&t| t as i64).collect();
             let targets = e.graph.ints(&format!("{stem}_targets"), &[targets.len()], &targets);
-            let log_p = e.node("LogSoftmax", &format!("{stem}_log_p"), &[&e.name(logits)], vec![int("axis", 1)]);
+            // NegativeLogLikelihoodLoss reads the classes on axis 1: N-D
+            // logits [.., C] go in as their rows, [N, C].
+            let rows = match e.shape(logits) {
+                [_, _] => e.name(logits),
+                shape => {
+                    let classes = shape[shape.len() - 1] as i64;
+                    let target = e.graph.list(&format!("{stem}_rows_shape"), &[-1, classes]);
+                    e.node("Reshape", &format!("{stem}_rows"), &[&e.name(logits), &target], vec![])
+                }
+            };
+            let log_p = e.node("LogSoftmax", &format!("{stem}_log_p"), &[&rows], vec![int("axis", 1)]);
             // The mean over rows of -log_p[row, target]: the loss's default reduction.
             (e.node("NegativeLogLikelihoodLoss", stem, &[&log_p, &targets], vec![]), None)
         }
@@ -225,7 +235,9 @@ pub(crate) fn emit<T: Float>(e: &mut Emit<'_, T>, id: NodeId) -> Result<Value, R
                 Some(input) => (input.name.clone(), input.dynamic),
                 None => {
                     let ids: Vec<i64> = ids.iter().map(|&t| t as i64).collect();
-                    (e.graph.ints(&format!("{stem}_ids"), &[ids.len()], &ids), None)
+                    // Shaped as the ids: the output's shape without its last dim.
+                    let shape = &out_shape[..out_shape.len() - 1];
+                    (e.graph.ints(&format!("{stem}_ids"), shape, &ids), None)
                 }
             };
             (e.node("Gather", stem, &[&e.name(table), &ids], vec![int("axis", 0)]), dynamic)
