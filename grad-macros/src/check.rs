@@ -5,7 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::ast::{Arg, Block, Callee, DeclDim, Expr, ExprKind};
+use crate::ast::{Arg, BinOp, Block, Callee, DeclDim, Expr, ExprKind};
 use crate::builtins::{self, Kind};
 use crate::error::{Error, Errors, Result};
 use crate::literal::{Size, integer_value, size};
@@ -151,17 +151,36 @@ impl Checker {
     }
 
     /// A dim of a `reshape` or `slice` list: a number, a declared symbol,
-    /// or a product; a Rust value is unknown.
-    fn dim(&self, e: &Expr) -> Dim {
+    /// or arithmetic on them; a Rust value is unknown. A quotient of
+    /// numbers that is not whole, or a difference below zero, is an error
+    /// spanned on it (and its dim unknown).
+    fn dim(&mut self, e: &Expr) -> Dim {
         size(e).map_or(Dim::Unknown, |size| self.size_dim(&size))
     }
 
-    fn size_dim(&self, size: &Size) -> Dim {
+    fn size_dim(&mut self, size: &Size) -> Dim {
         match size {
             Size::Literal(n) => n.int.map_or(Dim::Unknown, Dim::fixed),
             Size::Name(name) if self.symbols.contains(&name.to_string()) => Dim::sym(&name.to_string()),
-            Size::Product { lhs, rhs, .. } => self.size_dim(lhs).times(&self.size_dim(rhs)),
             Size::Name(_) | Size::Rust(_) => Dim::Unknown,
+            Size::Arith { op, lhs, rhs, expr, .. } => {
+                let (a, b) = (self.size_dim(lhs), self.size_dim(rhs));
+                let outcome = match op {
+                    BinOp::Mul => Ok(a.times(&b)),
+                    BinOp::Add => Ok(a.plus(&b)),
+                    BinOp::Sub => match (a.value(), b.value()) {
+                        (Some(x), Some(y)) if y > x => Err(format!("is below zero: {x} - {y} = -{}", y - x)),
+                        _ => Ok(a.minus(&b)),
+                    },
+                    BinOp::Div => a.divided_by(&b),
+                    BinOp::MatMul => Ok(Dim::Unknown),
+                };
+                outcome.unwrap_or_else(|why| {
+                    let message = format!("the size `{expr}` {why}");
+                    self.errors.push(Error::new(expr.span, message));
+                    Dim::Unknown
+                })
+            }
         }
     }
 

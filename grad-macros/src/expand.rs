@@ -348,9 +348,23 @@ impl Expander {
                 symbol_ident(&name).into_token_stream()
             }
             Size::Name(ident) => ident.to_token_stream(),
-            Size::Product { op, lhs, rhs } => {
+            Size::Arith { op, op_span, lhs, rhs, expr } => {
                 let (a, b) = (self.size_tokens(lhs), self.size_tokens(rhs));
-                quote_spanned!(*op=> #a * #b)
+                let checked = match op {
+                    // A product is a factor as it is; a sum is parenthesised.
+                    BinOp::Mul => return quote_spanned!(*op_span=> #a * #b),
+                    BinOp::Add => return quote_spanned!(*op_span=> (#a + #b)),
+                    BinOp::Div => Ident::new("size_div", *op_span),
+                    _ => Ident::new("size_sub", *op_span),
+                };
+                // A quotient must be exact and a difference at least 0: a
+                // checked helper, located at the operator, poisons the tape
+                // otherwise. It runs before the op (which reads the tape).
+                let temp = Ident::new(&format!("__size{}", self.temps), Span::mixed_site());
+                self.temps += 1;
+                let (tape, text) = (&self.tape, expr.to_string());
+                self.stmts.push(quote_spanned!(*op_span=> let #temp = ::grad_runtime::dsl::#checked(#tape, #a, #b, #text);));
+                temp.into_token_stream()
             }
             // A `{ block }` keeps its braces: it may be a factor of a product.
             Size::Rust(tokens) => (*tokens).clone(),

@@ -82,7 +82,7 @@ pub(crate) fn integer_value(e: &Expr) -> Option<i128> {
     }
 }
 
-/// An entry of a dims list (`reshape(x, [B * T, 4])`).
+/// An entry of a dims list (`reshape(x, [B * T, 4])`, `[B, T, H, C / H]`).
 pub(crate) enum Size<'a> {
     /// A whole number.
     Literal(&'a Number),
@@ -90,8 +90,9 @@ pub(crate) enum Size<'a> {
     Name(&'a Ident),
     /// A `{ block }` or a path, evaluated at run time.
     Rust(&'a TokenStream),
-    /// `lhs * rhs`.
-    Product { op: Span, lhs: Box<Size<'a>>, rhs: Box<Size<'a>> },
+    /// `lhs op rhs` for `op` one of `* / + -`; a quotient must be exact
+    /// and a difference at least 0. `expr` is the whole entry as written.
+    Arith { op: BinOp, op_span: Span, lhs: Box<Size<'a>>, rhs: Box<Size<'a>>, expr: &'a Expr },
 }
 
 /// `e` as an entry of a dims list, or `None` if it is not one.
@@ -100,8 +101,8 @@ pub(crate) fn size(e: &Expr) -> Option<Size<'_>> {
         ExprKind::Number(n) if !n.is_float && n.int.is_some() => Some(Size::Literal(n)),
         ExprKind::Name(ident) => Some(Size::Name(ident)),
         ExprKind::Rust(tokens) => Some(Size::Rust(tokens)),
-        ExprKind::Binary { op: BinOp::Mul, op_span, lhs, rhs } => {
-            Some(Size::Product { op: *op_span, lhs: Box::new(size(lhs)?), rhs: Box::new(size(rhs)?) })
+        ExprKind::Binary { op: op @ (BinOp::Mul | BinOp::Div | BinOp::Add | BinOp::Sub), op_span, lhs, rhs } => {
+            Some(Size::Arith { op: *op, op_span: *op_span, lhs: Box::new(size(lhs)?), rhs: Box::new(size(rhs)?), expr: e })
         }
         _ => None,
     }

@@ -78,6 +78,33 @@ impl Dim {
         }
     }
 
+    /// `self / other` when it is a product again: numbers, and products
+    /// whose symbols and number `other`'s divide (`B * T / T` is `B`,
+    /// `C * 4 / 2` is `C * 2`); else unknown (`C / 2` is known at run time
+    /// only). `Err` for numbers that do not divide: what is wrong.
+    pub(crate) fn divided_by(&self, other: &Dim) -> Result<Dim, String> {
+        match (self.value(), other.value()) {
+            (_, Some(0)) => return Err("divides by zero".to_string()),
+            (Some(a), Some(b)) if a % b != 0 => {
+                return Err(format!("is not a whole number: {a} = {} * {b} + {}", a / b, a % b));
+            }
+            _ => {}
+        }
+        let (Dim::Known { coef: a, syms: sa }, Dim::Known { coef: b, syms: sb }) = (self, other) else {
+            return Ok(Dim::Unknown);
+        };
+        let mut syms = sa.clone();
+        for sym in sb {
+            match syms.iter().position(|s| s == sym) {
+                Some(at) => {
+                    syms.remove(at);
+                }
+                None => return Ok(Dim::Unknown),
+            }
+        }
+        Ok(if a % b == 0 { Dim::Known { coef: a / b, syms } } else { Dim::Unknown })
+    }
+
     /// `self - other`: for numbers with `other <= self`, `self - 0`, and `B - B`; else unknown.
     pub(crate) fn minus(&self, other: &Dim) -> Dim {
         match (self.value(), other.value()) {
@@ -209,6 +236,20 @@ mod tests {
         assert_eq!(Dim::sym("B").same(&Dim::Unknown), None);
         assert_eq!(Dim::fixed(u128::MAX).times(&Dim::fixed(2)), Dim::Unknown);
         assert_eq!(Shape::Known(s("B, 784")).elements().to_string(), "B * 784");
+    }
+
+    #[test]
+    fn exact_quotients_are_products_and_inexact_numbers_are_errors() {
+        let bt = Dim::sym("B").times(&Dim::sym("T"));
+        assert_eq!(bt.divided_by(&Dim::sym("T")), Ok(Dim::sym("B")));
+        assert_eq!(Dim::fixed(4).times(&Dim::sym("C")).divided_by(&Dim::fixed(2)).unwrap().to_string(), "C * 2");
+        assert_eq!(Dim::fixed(12).divided_by(&Dim::fixed(4)), Ok(Dim::fixed(3)));
+        assert_eq!(Dim::sym("C").divided_by(&Dim::fixed(2)), Ok(Dim::Unknown));
+        assert_eq!(Dim::sym("C").divided_by(&Dim::sym("H")), Ok(Dim::Unknown));
+        assert_eq!(Dim::Unknown.divided_by(&Dim::fixed(2)), Ok(Dim::Unknown));
+        assert_eq!(Dim::fixed(2).times(&Dim::sym("C")).divided_by(&Dim::fixed(4)), Ok(Dim::Unknown));
+        assert_eq!(Dim::fixed(10).divided_by(&Dim::fixed(4)).unwrap_err(), "is not a whole number: 10 = 2 * 4 + 2");
+        assert_eq!(Dim::sym("C").divided_by(&Dim::fixed(0)).unwrap_err(), "divides by zero");
     }
 
     #[test]

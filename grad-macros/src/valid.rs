@@ -88,7 +88,8 @@ fn argument_message(func: &str, param: &str, kind: Kind, arg: &Expr) -> String {
         Kind::Count => "a whole number from 0",
         Kind::Flag => "`true` or `false`",
         Kind::Dims => {
-            "a list of sizes: whole numbers, declared symbols like `B`, Rust `usize` names, or products `B * T`"
+            "a list of sizes: whole numbers, declared symbols like `B`, Rust `usize` names, or arithmetic on \
+             them (`B * T`, `C / H`, `T - 1`)"
         }
         Kind::Pair => "a pair of sizes `[rows, columns]`: whole numbers, declared symbols or Rust `usize` names",
         Kind::Rust => "a Rust expression",
@@ -156,7 +157,7 @@ fn undeclared_symbols(block: &Block, builtin: &Builtin, args: &[Arg], call: &Exp
 fn names_of<'a>(size: &Size<'a>, out: &mut Vec<&'a Ident>) {
     match size {
         Size::Name(ident) => out.push(ident),
-        Size::Product { lhs, rhs, .. } => {
+        Size::Arith { lhs, rhs, .. } => {
             names_of(lhs, out);
             names_of(rhs, out);
         }

@@ -9,6 +9,8 @@
 //! - [`rsubs`], [`divs`], [`rdivs`]: `s - x`, `x / s`, `s / x` for a scalar
 //!   `s`, as compositions exact to the bit.
 //! - [`Declared`]: the run-time check of the block's shape declarations.
+//! - [`size_div`], [`size_sub`]: an exact quotient and a difference of sizes
+//!   in a dims list (`C / H`, `T - 1`), checked at run time.
 //! - [`fused`], [`Kernel`], [`step`], [`scalar`], [`here`]: a fused region
 //!   (a chain of elementwise ops recorded as one node): the call, the
 //!   trait of the kernel type the macro writes for it, the constructors of
@@ -210,6 +212,34 @@ pub fn sdiv<T: Float>(a: T, b: T) -> T {
 /// `-a` on a scalar.
 pub fn sneg<T: Float>(a: T) -> T {
     -a
+}
+
+/// `a / b` for the size `text` of a dims list (`C / H`): the quotient
+/// when it is exact; otherwise the tape is poisoned with
+/// [`ErrorKind::SizeArithmetic`], located at the `/`, and the size is 0 (no
+/// op runs on a poisoned tape).
+#[track_caller]
+pub fn size_div<T: Float>(tp: &mut Tape<T>, a: usize, b: usize, text: &'static str) -> usize {
+    match a.checked_rem(b) {
+        Some(0) => a / b,
+        _ => size_error(tp, text, a, '/', b),
+    }
+}
+
+/// `a - b` for the size `text` of a dims list (`T - 1`): the difference
+/// when it is at least 0; otherwise as [`size_div`].
+#[track_caller]
+pub fn size_sub<T: Float>(tp: &mut Tape<T>, a: usize, b: usize, text: &'static str) -> usize {
+    a.checked_sub(b).unwrap_or_else(|| size_error(tp, text, a, '-', b))
+}
+
+#[track_caller]
+fn size_error<T: Float>(tp: &mut Tape<T>, size: &'static str, left: usize, op: char, right: usize) -> usize {
+    if tp.is_ok() {
+        let kind = ErrorKind::SizeArithmetic { size, left, op, right };
+        tp.poison(GradError::new("grad!", kind, Vec::new(), Location::caller()));
+    }
+    0
 }
 
 /// One dim of a declared shape.

@@ -72,6 +72,10 @@ pub enum ErrorKind {
     IndexShape { dim: usize, index: usize, len: usize },
     /// A list of indices whose length does not match the batch it indexes.
     IndexCount { what: &'static str, got: usize, expected: usize },
+    /// A size of a `grad!` dims list (`C / H`, `T - 1`) that is not a
+    /// size at run time: `left op right` with `op` `/` (inexact, or by
+    /// zero) or `-` (below zero).
+    SizeArithmetic { size: &'static str, left: usize, op: char, right: usize },
     /// Indices of another shape than the one the op needs (`g_cross_entropy`'s
     /// N-D targets must have the logits' shape without the class axis).
     IndicesShape { what: &'static str, expected: Vec<usize>, got: Vec<usize> },
@@ -290,6 +294,15 @@ impl fmt::Display for ErrorKind {
             ),
             ErrorKind::IndexCount { what, got, expected } => {
                 write!(f, "got {got} {what}s, expected {expected}")
+            }
+            ErrorKind::SizeArithmetic { size, left, op: '/', right: 0 } => {
+                write!(f, "the size `{size}` divides by zero ({left} / 0)")
+            }
+            ErrorKind::SizeArithmetic { size, left, op: '/', right } => {
+                write!(f, "the size `{size}` is {left} / {right}, not a whole number ({left} = {} * {right} + {})", left / right, left % right)
+            }
+            ErrorKind::SizeArithmetic { size, left, op, right } => {
+                write!(f, "the size `{size}` is {left} {op} {right}, below zero")
             }
             ErrorKind::IndicesShape { what, expected, got } => {
                 let count = expected.iter().fold(1usize, |n, &d| n.saturating_mul(d));

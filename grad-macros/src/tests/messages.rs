@@ -121,6 +121,11 @@ fn shapes_are_inferred_through_every_rule() {
         "tape; x: [B, 10]; mse(x, y)",
         "tape; x: [B, 10]; reshape(x, [rows, 10])",
         "tape; f(x, 3usize, -2, 2.5f32)",
+        // Size arithmetic: exact quotients of symbols, sums and differences.
+        "tape; x: [B, T, C]; let y = reshape(x, [B, T, h, C / h]); reshape(y, [B * T, C])",
+        "tape; x: [B, T, C]; slice(reshape(x, [B * T / T, T, C]), [0, 0, C / 2], [B, T - 1, C])",
+        "tape; x: [B, T, 12]; let y = reshape(x, [B, T, 2, 12 / 2]); mse(y, reshape(x, [B, T, 2, 3 + 3]))",
+        "tape; x: [B, 8]; reshape(x, [B, (2 + 2) * 2])",
     ];
     for input in accepted {
         assert!(run(input).is_ok(), "`{input}` was rejected: {:?}", run(input).err().map(|e| e.messages().to_vec()));
@@ -142,4 +147,17 @@ fn a_syntax_error_points_at_the_offending_token() {
     let error = run("tape;\nx % y").unwrap_err();
     let span = error.messages()[0].span;
     assert_eq!((span.first.start().line, span.first.start().column), (2, 2));
+}
+
+#[test]
+fn sizes_that_are_not_whole_are_errors_on_their_tokens() {
+    assert_error("tape; x: [B, 12]; reshape(x, [B, 5, 12 / 5])", &["the size `12 / 5` is not a whole number: 12 = 2 * 5 + 2"]);
+    assert_error("tape; x: [B, 12]; reshape(x, [B, 12 / 0])", &["the size `12 / 0` divides by zero"]);
+    assert_error("tape; x: [B, 12]; slice(x, [0, 0], [B, 2 - 3])", &["the size `2 - 3` is below zero: 2 - 3 = -1"]);
+    // An exact quotient of symbols keeps checking the element count.
+    assert_error("tape; x: [B, T, C]; reshape(x, [B * T * C / T, 2])", &["cannot reshape [B, T, C] into [B * C, 2]"]);
+    let error = run("tape; x: [B, 12];\nreshape(x, [B, 2, 12 / 5])").unwrap_err();
+    let span = error.messages()[0].span;
+    assert_eq!((span.first.start().line, span.first.start().column), (2, 18), "starts at `12`");
+    assert_eq!((span.last.end().line, span.last.end().column), (2, 24), "ends after `5`");
 }

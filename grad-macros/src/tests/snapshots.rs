@@ -20,6 +20,10 @@ pub(super) const CASES: &[(&str, &str)] = &[
     ("arguments", "tape; (softmax(x, -1), concat(a, b, 1), slice(x, [0, 0], [2, 3]), sum(x, 0, true), mean(x, -1))"),
     ("method_form", "tape; x.relu().softmax(-1).sum()"),
     ("declared_shapes", "tape; x: [B, T, D], w: [D, E], b: [E]; let y = x @ w + b; reshape(y, [B * T, E])"),
+    (
+        "size_arithmetic",
+        "tape; x: [B, T, C]; (reshape(x, [B, T, h, C / h]), slice(x, [0, 1, 0], [B, T, C - 1]), reshape(x, [B, (T + T) * C / 2]))",
+    ),
     ("pass_through", "tape; logits: [N, 10]; cross_entropy(log_softmax(logits, -1), &targets)"),
     ("layers", "tape; layer_norm(dropout(x, 0.1, &mut rng, train), gamma, beta, 1e-5)"),
     ("rust_block", "tape; x * { 1.0 / n as f32 } + { offsets[3] }"),
