@@ -5,7 +5,7 @@
 //! records).
 
 use grad_runtime::{ErrorKind, GradError, Tape, grad};
-use ndarray::{Array1, Array2};
+use ndarray::{Array1, Array2, Array3};
 
 /// The 1-based column of the first `needle` on `line` of this file.
 fn column_of(line: u32, needle: &str) -> u32 {
@@ -243,4 +243,33 @@ fn a_region_recorded_unfused_is_counted_and_listed() {
     tape.reset_to(mark);
     assert_eq!(tape.unfused_regions(), 0);
     let _ = one;
+}
+
+#[test]
+fn declared_ids_bind_their_symbols_and_a_contradiction_poisons_the_tape() {
+    let mut tape = Tape::<f32>::new();
+    let wte = tape.param(Array2::<f32>::zeros((10, 4)));
+    let logits = tape.param(Array3::<f32>::zeros((2, 3, 10)));
+    let (ids, targets) = (Array2::<usize>::zeros((2, 3)), Array2::<usize>::zeros((2, 3)));
+    let (x, loss) = grad!(tape; wte: [V, C], logits: [B, T, V], ids: [B, T], targets: [B, T];
+        (reshape(embedding(wte, &ids), [B * T, C]), cross_entropy(logits, &targets)));
+    assert!(tape.is_ok(), "{:?}", tape.error());
+    assert_eq!(tape.value(x).shape(), &[6, 4]);
+    assert_eq!(tape.value(loss).shape(), &[] as &[usize]);
+
+    let transposed = Array2::<usize>::zeros((3, 2));
+    let line = line!() + 1;
+    let loss = grad!(tape; logits: [B, T, V], transposed: [B, T]; cross_entropy(logits, &transposed));
+    assert!(loss.is_poisoned());
+    let err = error_of(&tape);
+    assert_eq!(
+        err.kind(),
+        &ErrorKind::DeclaredShape {
+            input: "transposed".to_string(),
+            declared: "[B, T] with B = 2 (bound by `logits`), T = 3 (bound by `logits`)".to_string(),
+            problem: "dim 0 is 3".to_string(),
+        }
+    );
+    assert_eq!(err.shapes(), &[vec![3, 2]]);
+    assert_eq!((err.location().line(), err.location().column()), (line, column_of(line, "transposed: [B")));
 }

@@ -5,7 +5,7 @@ use std::fmt;
 
 use proc_macro2::{Ident, Span, TokenStream, TokenTree};
 
-use crate::builtins::Builtin;
+use crate::builtins::{Builtin, Kind};
 use crate::error::SpanRange;
 use crate::literal::Number;
 
@@ -21,6 +21,61 @@ pub(crate) struct Block {
     pub(crate) result_part: usize,
     /// Whether elementwise chains are fused (false under `#[nofuse]`).
     pub(crate) fuse: bool,
+}
+
+impl Block {
+    /// The declared names the block passes as a built-in's integer
+    /// indices (`embedding(table, &ids)` with `ids: [B, T]`): Rust data, not
+    /// tensors, whose declared shapes the shape pass reads and the run
+    /// time checks.
+    pub(crate) fn index_decls(&self) -> Vec<String> {
+        let mut used = Vec::new();
+        let stmts = self.stmts.iter().map(|s| &s.value);
+        for expr in stmts.chain(self.result.exprs()) {
+            walk(expr, &mut |e| {
+                let ExprKind::Call { args, callee: Callee::Builtin(builtin), .. } = &e.kind else { return };
+                for (param, arg) in builtin.params.iter().zip(args) {
+                    if let (Kind::Indices, Arg::Rust(tokens, _)) = (param.kind, arg)
+                        && let Some(name) = indices_name(tokens)
+                    {
+                        used.push(name.to_string());
+                    }
+                }
+            });
+        }
+        self.decls.iter().map(|d| d.name.to_string()).filter(|name| used.contains(name)).collect()
+    }
+}
+
+/// The name of an indices argument written `name` or `&name`.
+pub(crate) fn indices_name(tokens: &TokenStream) -> Option<Ident> {
+    let tokens: Vec<TokenTree> = tokens.clone().into_iter().collect();
+    match tokens.as_slice() {
+        [TokenTree::Ident(name)] => Some(name.clone()),
+        [TokenTree::Punct(amp), TokenTree::Ident(name)] if amp.as_char() == '&' => Some(name.clone()),
+        _ => None,
+    }
+}
+
+/// Calls `f` on `expr` and on every expression inside it.
+pub(crate) fn walk(expr: &Expr, f: &mut impl FnMut(&Expr)) {
+    f(expr);
+    match &expr.kind {
+        ExprKind::Neg { operand, .. } => walk(operand, f),
+        ExprKind::Binary { lhs, rhs, .. } => {
+            walk(lhs, f);
+            walk(rhs, f);
+        }
+        ExprKind::Call { args, .. } => {
+            for arg in args {
+                if let Arg::Expr(e) = arg {
+                    walk(e, f);
+                }
+            }
+        }
+        ExprKind::List(items) => items.iter().for_each(|e| walk(e, f)),
+        ExprKind::Name(_) | ExprKind::Number(_) | ExprKind::Bool(_) | ExprKind::Rust(_) => {}
+    }
 }
 
 /// What the block returns: one `Var`, or a tuple of them.

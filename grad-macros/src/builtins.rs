@@ -40,8 +40,12 @@ pub(crate) enum Kind {
     /// A `[usize; 2]` pair `[rows, columns]` (a conv's stride): two
     /// entries as in [`Kind::Dims`], passed as an array, not a slice.
     Pair,
-    /// Rust tokens passed through untouched (`&targets`, `&mut rng`).
+    /// Rust tokens passed through untouched (`&mut rng`).
     Rust,
+    /// Integer indices (`&ids`, `&targets`), Rust tokens passed through
+    /// untouched; written as a name the block declares or `&` of one
+    /// (`ids: [B, T]`), their shape is known to the shape rule.
+    Indices,
 }
 
 /// One parameter: its name (for messages) and kind; a parameter with a
@@ -189,11 +193,11 @@ pub(crate) const BUILTINS: &[Builtin] = &[
     row(
         "cross_entropy",
         "g_cross_entropy",
-        &[param("logits", Kind::Var), param("targets", Kind::Rust)],
+        &[param("logits", Kind::Var), param("targets", Kind::Indices)],
         Rule::CrossEntropy,
     ),
     // ops/embedding.rs
-    row("embedding", "g_embedding", &[param("table", Kind::Var), param("ids", Kind::Rust)], Rule::Embedding),
+    row("embedding", "g_embedding", &[param("table", Kind::Var), param("ids", Kind::Indices)], Rule::Embedding),
     // ops/layer_norm.rs
     row(
         "layer_norm",

@@ -5,7 +5,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::ast::{Arg, BinOp, Block, Callee, DeclDim, Expr, ExprKind};
+use proc_macro2::TokenStream;
+
+use crate::ast::{Arg, BinOp, Block, Callee, DeclDim, Expr, ExprKind, indices_name};
 use crate::builtins::{self, Kind};
 use crate::error::{Error, Errors, Result};
 use crate::literal::{Size, integer_value, size};
@@ -22,7 +24,12 @@ struct Binding {
 }
 
 pub(crate) fn check(block: &Block) -> Result<()> {
-    let mut checker = Checker { env: HashMap::new(), symbols: HashSet::new(), errors: Errors::default() };
+    let mut checker = Checker {
+        env: HashMap::new(),
+        symbols: HashSet::new(),
+        index_decls: block.index_decls(),
+        errors: Errors::default(),
+    };
     for decl in &block.decls {
         let dims = decl
             .dims
@@ -55,6 +62,8 @@ struct Checker {
     env: HashMap<String, Binding>,
     /// The symbols of the declarations (`B`, `T`).
     symbols: HashSet<String>,
+    /// The declared names that are integer indices (`ids: [B, T]`).
+    index_decls: Vec<String>,
     errors: Errors,
 }
 
@@ -78,6 +87,7 @@ impl Checker {
                     ints: Vec::new(),
                     flags: Vec::new(),
                     lists: Vec::new(),
+                    indices: Vec::new(),
                 };
                 self.apply(rule, &site, e)
             }
@@ -103,9 +113,14 @@ impl Checker {
             ints: Vec::new(),
             flags: Vec::new(),
             lists: Vec::new(),
+            indices: Vec::new(),
         };
         let mut has_number = false;
         for (param, arg) in builtin.params.iter().zip(args) {
+            if let (Kind::Indices, Arg::Rust(tokens, _)) = (param.kind, arg) {
+                site.indices.push(self.indices(tokens));
+                continue;
+            }
             let Arg::Expr(arg) = arg else { continue };
             match param.kind {
                 Kind::Var => {
@@ -125,7 +140,7 @@ impl Checker {
                     ExprKind::List(items) => items.iter().map(|item| self.dim(item)).collect(),
                     _ => Vec::new(),
                 }),
-                Kind::Rust => {}
+                Kind::Rust | Kind::Indices => {}
             }
         }
         if has_number {
@@ -139,6 +154,17 @@ impl Checker {
             self.errors.push(Error::new(e.span, message));
             Shape::Unknown
         })
+    }
+
+    /// An indices argument: its declared shape when it is written `name`
+    /// or `&name` for a declared `name`, else unknown.
+    fn indices(&self, tokens: &TokenStream) -> Operand {
+        let text = tokens.to_string().replace("& ", "&");
+        let declared = indices_name(tokens).map(|name| name.to_string()).filter(|name| self.index_decls.contains(name));
+        match declared.and_then(|name| self.env.get(&name)) {
+            Some(binding) => Operand { text, shape: binding.shape.clone(), origin: Some(binding.origin.clone()) },
+            None => Operand { text, shape: Shape::Unknown, origin: None },
+        }
     }
 
     fn operand(&mut self, e: &Expr) -> Operand {

@@ -306,7 +306,7 @@ impl Expander {
                 Value::Number { typed: t, .. } | Value::Ambiguous(t) => Ok(t),
                 Value::Var(_) | Value::Flag(_) => Err(wrong("a number")),
             },
-            Kind::Axis | Kind::Count | Kind::Flag | Kind::Rust => as_written(e),
+            Kind::Axis | Kind::Count | Kind::Flag | Kind::Rust | Kind::Indices => as_written(e),
             Kind::Dims => match &e.kind {
                 ExprKind::List(items) => {
                     let dims: Vec<TokenStream> = items.iter().map(|item| self.size(item)).collect();
@@ -401,6 +401,7 @@ impl Expander {
         let shapes = Ident::new("__shapes", Span::mixed_site());
         let tape = &self.tape;
         let symbols = &self.symbols;
+        let indices = block.index_decls();
         let mut out = quote!(let mut #shapes = ::grad_runtime::dsl::Declared::new([#(#symbols),*]););
         for decl in &block.decls {
             let dims = decl.dims.iter().map(|d| match d {
@@ -418,7 +419,11 @@ impl Expander {
             });
             let name = &decl.name;
             let text = name.to_string();
-            out.extend(quote_spanned!(name.span()=> #shapes.check(#tape, #text, #name, &[#(#dims),*]);));
+            out.extend(if indices.contains(&text) {
+                quote_spanned!(name.span()=> #shapes.check_indices(#tape, #text, &#name, &[#(#dims),*]);)
+            } else {
+                quote_spanned!(name.span()=> #shapes.check(#tape, #text, #name, &[#(#dims),*]);)
+            });
         }
         if !self.used_symbols.is_empty() {
             let bound = self

@@ -351,7 +351,7 @@ pub(crate) fn call_args(group: &Group, name: Option<&str>, offset: usize) -> Res
         };
         let span = SpanRange::of_tokens(&piece, group.span());
         let arg = match (kind, piece.as_slice()) {
-            (Some(Kind::Rust), _) => Arg::Rust(piece.iter().cloned().collect(), span),
+            (Some(Kind::Rust | Kind::Indices), _) => Arg::Rust(piece.iter().cloned().collect(), span),
             (Some(Kind::Dims | Kind::Pair), [TokenTree::Group(list)]) if list.delimiter() == Delimiter::Bracket => {
                 let items =
                     split_commas(list)?.iter().map(|item| parse_expr(item, list.span())).collect::<Result<Vec<_>>>()?;

@@ -91,6 +91,8 @@ pub(crate) struct Site {
     pub(crate) flags: Vec<Option<bool>>,
     /// The list arguments, entries unknown when not literal or symbolic.
     pub(crate) lists: Vec<Vec<Dim>>,
+    /// The shapes of the integer-indices arguments: declared, or unknown.
+    pub(crate) indices: Vec<Operand>,
 }
 
 type Outcome = Result<Shape, String>;
@@ -483,16 +485,32 @@ fn mse(site: &Site) -> Outcome {
 // ---- ops/cross_entropy.rs ----
 
 fn cross_entropy(site: &Site) -> Outcome {
-    let logits = &site.tensors[0];
-    if let Some(dims) = known(logits)
-        && dims.len() < 2
-    {
+    let (logits, targets) = (&site.tensors[0], &site.indices[0]);
+    let Some(dims) = known(logits) else { return Ok(Shape::scalar()) };
+    if dims.len() < 2 {
         let summary = format!("`{}`: the logits must be 2-D or more, [.., classes]", site.text);
         let help = match dims {
             [classes] => Some(format!("for one row of {classes} classes write `reshape({}, [1, {classes}])`", logits.text)),
             _ => None,
         };
         return Err(message(summary, &[is(logits)], help));
+    }
+    // One target per row: shaped as the leading dims, or a flat list of them.
+    let leading = &dims[..dims.len() - 1];
+    let rows = Shape::Known(leading.to_vec());
+    let fits = match known(targets) {
+        None => true,
+        Some([flat]) => !flat.differs(&rows.elements()),
+        Some(t) => t.len() == leading.len() && t.iter().zip(leading).all(|(a, b)| !a.differs(b)),
+    };
+    if !fits {
+        let summary = format!("`{}`: the targets are {}, but the rows of the logits are {rows}", site.text, targets.shape);
+        let why = format!(
+            "`{}` takes one target per row: shaped as the logits without their last dim ({rows}), or a flat list of {}",
+            site.name,
+            rows.elements()
+        );
+        return Err(message(summary, &[is(logits), is(targets), why], None));
     }
     Ok(Shape::scalar())
 }
@@ -502,10 +520,11 @@ fn cross_entropy(site: &Site) -> Outcome {
 /// `[v, d]` gathered by ids: the ids' shape with `d` appended, unknown
 /// when the ids' shape is (Rust data the block does not declare).
 fn embedding(site: &Site) -> Outcome {
-    let table = &site.tensors[0];
-    match known(table) {
-        Some([_, _]) | None => Ok(Shape::Unknown),
-        Some(_) => {
+    let (table, ids) = (&site.tensors[0], &site.indices[0]);
+    match (known(table), known(ids)) {
+        (Some([_, d]), Some(ids)) => Ok(Shape::Known(ids.iter().chain([d]).cloned().collect())),
+        (Some([_, _]) | None, _) => Ok(Shape::Unknown),
+        (Some(_), _) => {
             let summary = format!("`{}`: the table must be 2-D, [vocabulary, dim]", site.text);
             Err(message(summary, &[is(table)], None))
         }

@@ -3,7 +3,7 @@
 //! arguments, and the form of each axis, flag and dims argument. Runs over
 //! every statement, so one compile reports every misuse.
 
-use crate::ast::{Arg, Block, Callee, DeclDim, Expr, ExprKind};
+use crate::ast::{Arg, Block, Callee, DeclDim, Expr, ExprKind, walk};
 use proc_macro2::Ident;
 
 use crate::builtins::{BUILTINS, Builtin, Kind};
@@ -33,26 +33,6 @@ pub(crate) fn validate(block: &Block) -> PartErrors {
     errors
 }
 
-fn walk(expr: &Expr, f: &mut impl FnMut(&Expr)) {
-    f(expr);
-    match &expr.kind {
-        ExprKind::Neg { operand, .. } => walk(operand, f),
-        ExprKind::Binary { lhs, rhs, .. } => {
-            walk(lhs, f);
-            walk(rhs, f);
-        }
-        ExprKind::Call { args, .. } => {
-            for arg in args {
-                if let Arg::Expr(e) = arg {
-                    walk(e, f);
-                }
-            }
-        }
-        ExprKind::List(items) => items.iter().for_each(|e| walk(e, f)),
-        ExprKind::Name(_) | ExprKind::Number(_) | ExprKind::Bool(_) | ExprKind::Rust(_) => {}
-    }
-}
-
 fn validate_call(name: &str, callee: &Callee, args: &[Arg], method: bool, call: &Expr) -> Result<()> {
     let builtin = match callee {
         Callee::Builtin(builtin) => builtin,
@@ -71,7 +51,7 @@ fn validate_call(name: &str, callee: &Callee, args: &[Arg], method: bool, call: 
             (Kind::Flag, kind) => matches!(kind, ExprKind::Bool(_)),
             (Kind::Dims, ExprKind::List(items)) => items.iter().all(|item| size(item).is_some()),
             (Kind::Pair, ExprKind::List(items)) => items.len() == 2 && items.iter().all(|item| size(item).is_some()),
-            (Kind::Dims | Kind::Pair | Kind::Rust, _) => false,
+            (Kind::Dims | Kind::Pair | Kind::Rust | Kind::Indices, _) => false,
         };
         if !ok {
             errors.push(Error::new(e.span, argument_message(name, param.name, param.kind, e)));
@@ -93,6 +73,7 @@ fn argument_message(func: &str, param: &str, kind: Kind, arg: &Expr) -> String {
         }
         Kind::Pair => "a pair of sizes `[rows, columns]`: whole numbers, declared symbols or Rust `usize` names",
         Kind::Rust => "a Rust expression",
+        Kind::Indices => "Rust integer indices (`&ids`)",
     };
     format!("`{param}` of `{func}` must be {expected}, but it is `{arg}`")
 }

@@ -27,7 +27,7 @@ use ndarray::{Dimension, arr0};
 use crate::error::{ErrorKind, GradError};
 pub use crate::ops::OP_FUNCTIONS;
 pub use crate::ops::fused::{Func, Kernel, Src, Step, StepOp, fused, scalar, step};
-use crate::{Float, Tape, Var, g_add, g_adds, g_div, g_mul, g_muls, g_neg, g_sub};
+use crate::{Float, Indices, Tape, Var, g_add, g_adds, g_div, g_mul, g_muls, g_neg, g_sub};
 
 /// The tape of a `grad!` block. The expansion calls `(TAPE).as_tape()`:
 /// method-call auto-ref borrows an owned `tape` mutably and reborrows a
@@ -284,11 +284,41 @@ impl<const N: usize> Declared<N> {
         };
         // Inline up to four dims: a check that passes allocates nothing.
         let real = tp.value_of(id).shape.clone();
-        if let Some(problem) = self.bind(name, real.slice(), dims) {
+        self.compare(tp, name, real.slice(), dims, location);
+    }
+
+    /// Checks integer indices (`ids` in `embedding(table, &ids)`, named
+    /// `name` in the block) against `dims`, as [`check`](Declared::check)
+    /// checks a tensor.
+    #[track_caller]
+    pub fn check_indices<T: Float, I: Indices + ?Sized>(
+        &mut self,
+        tp: &mut Tape<T>,
+        name: &'static str,
+        input: &I,
+        dims: &[Dim],
+    ) {
+        if !tp.is_ok() {
+            return;
+        }
+        self.compare(tp, name, input.index_shape().slice(), dims, Location::caller());
+    }
+
+    /// Binds the symbols of `dims` to the `real` shape of input `name`;
+    /// poisons the tape with what contradicts, if anything.
+    fn compare<T: Float>(
+        &mut self,
+        tp: &mut Tape<T>,
+        name: &'static str,
+        real: &[usize],
+        dims: &[Dim],
+        location: &'static Location<'static>,
+    ) {
+        if let Some(problem) = self.bind(name, real, dims) {
             let bound = self.bindings(name, dims);
             let declared = if bound.is_empty() { self.show(dims) } else { format!("{} with {bound}", self.show(dims)) };
             let kind = ErrorKind::DeclaredShape { input: name.to_string(), declared, problem };
-            tp.poison(GradError::new("grad!", kind, vec![real.slice().to_vec()], location));
+            tp.poison(GradError::new("grad!", kind, vec![real.to_vec()], location));
         }
     }
 

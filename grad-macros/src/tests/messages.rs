@@ -126,6 +126,11 @@ fn shapes_are_inferred_through_every_rule() {
         "tape; x: [B, T, C]; slice(reshape(x, [B * T / T, T, C]), [0, 0, C / 2], [B, T - 1, C])",
         "tape; x: [B, T, 12]; let y = reshape(x, [B, T, 2, 12 / 2]); mse(y, reshape(x, [B, T, 2, 3 + 3]))",
         "tape; x: [B, 8]; reshape(x, [B, (2 + 2) * 2])",
+        // Declared indices: ids [B, T] give [B, T, D]; targets [B, T] fit logits [B, T, V].
+        "tape; e: [V, D], ids: [B, T]; reshape(embedding(e, &ids), [B * T, D])",
+        "tape; e: [V, D], ids: [B, T], t: [B, T]; cross_entropy(embedding(e, ids) @ transpose(e), &t)",
+        "tape; x: [B, T, V], t: [_]; cross_entropy(x, &t)",
+        "tape; x: [B, T, V]; cross_entropy(x, &t)",
     ];
     for input in accepted {
         assert!(run(input).is_ok(), "`{input}` was rejected: {:?}", run(input).err().map(|e| e.messages().to_vec()));
@@ -160,4 +165,21 @@ fn sizes_that_are_not_whole_are_errors_on_their_tokens() {
     let span = error.messages()[0].span;
     assert_eq!((span.first.start().line, span.first.start().column), (2, 18), "starts at `12`");
     assert_eq!((span.last.end().line, span.last.end().column), (2, 24), "ends after `5`");
+}
+
+#[test]
+fn declared_indices_give_the_shapes_of_embedding_and_cross_entropy() {
+    assert_error(
+        "tape; e: [V, D], ids: [B, T]; reshape(embedding(e, &ids), [B, D])",
+        &["cannot reshape [B, T, D] into [B, D]"],
+    );
+    assert_error(
+        "tape; x: [B, T, V], t: [T, B]; cross_entropy(x, &t)",
+        &["the targets are [T, B], but the rows of the logits are [B, T]", "`&t` is [T, B] (declared)"],
+    );
+    assert_error("tape; x: [B, V], t: [B, 1]; cross_entropy(x, &t)", &["the targets are [B, 1], but the rows of the logits are [B]"]);
+    assert_error("tape; x: [B, T, V], t: [4]; cross_entropy(x, &t)", &["a flat list of B * T"]);
+    // Undeclared ids: the rank of the rows is unknown, so nothing is claimed.
+    assert!(run("tape; e: [V, D]; reshape(embedding(e, &ids), [B, T, D])").is_err(), "B and T are undeclared");
+    assert!(run("tape; e: [V, D], x: [B, T, D]; embedding(e, &ids) + x").is_ok());
 }

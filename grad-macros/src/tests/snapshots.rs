@@ -24,6 +24,10 @@ pub(super) const CASES: &[(&str, &str)] = &[
         "size_arithmetic",
         "tape; x: [B, T, C]; (reshape(x, [B, T, h, C / h]), slice(x, [0, 1, 0], [B, T, C - 1]), reshape(x, [B, (T + T) * C / 2]))",
     ),
+    (
+        "declared_indices",
+        "tape; wte: [V, C], tokens: [B, T], targets: [B, T]; cross_entropy(embedding(wte, &tokens) @ transpose(wte), targets)",
+    ),
     ("pass_through", "tape; logits: [N, 10]; cross_entropy(log_softmax(logits, -1), &targets)"),
     ("layers", "tape; layer_norm(dropout(x, 0.1, &mut rng, train), gamma, beta, 1e-5)"),
     ("rust_block", "tape; x * { 1.0 / n as f32 } + { offsets[3] }"),
