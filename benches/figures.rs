@@ -181,9 +181,9 @@ fn w7(plan: Plan) {
     let mut opt = AdamW::new(1e-3).betas(0.9, 0.95).eps(1e-8);
     opt.add_params(&tape, &model, |name| Gpt::weight_decay(name, 0.1)).expect("W7's parameters register");
     opt.set_clip(1.0).expect("a positive clip");
-    let batches: Vec<(Vec<usize>, Vec<usize>)> = (0..8)
+    let batches: Vec<(ndarray::Array2<usize>, ndarray::Array2<usize>)> = (0..8)
         .map(|_| {
-            let mut ids = || (0..BATCH * config.block).map(|_| (rng.next_u64() % 65) as usize).collect::<Vec<_>>();
+            let mut ids = || ndarray::Array2::from_shape_fn((BATCH, config.block), |_| (rng.next_u64() % 65) as usize);
             (ids(), ids())
         })
         .collect();
@@ -192,9 +192,9 @@ fn w7(plan: Plan) {
     let s = plan.median_s(3, 10, 200, 10, || {
         let (inputs, targets) = &batches[k % batches.len()];
         k += 1;
-        let tokens = model.embed(&mut tape, inputs);
-        let logits = model.logits(&mut tape, tokens, BATCH);
-        let loss = model.loss(&mut tape, logits, targets);
+        let tokens = model.embed(&mut tape, inputs.view());
+        let logits = model.logits(&mut tape, tokens);
+        let loss = model.loss(&mut tape, logits, targets.view());
         tape.backward(loss).expect("W7's loss is a scalar");
         opt.step(&mut tape).expect("W7's step");
         tape.reset_to(mark);

@@ -148,23 +148,22 @@ impl Gpt {
     fn forward(&self, tape: &mut Tape<f32>, ids: &Array2<usize>) -> (Var, Var) {
         let Gpt { wte, wpe, ln1_g, ln1_b, attn_w, attn_b, proj_w, proj_b, .. } = *self;
         let Gpt { ln2_g, ln2_b, fc_w, fc_b, out_w, out_b, lnf_g, lnf_b, .. } = *self;
-        let batch = ids.nrows();
-        let (t, c, h, s) = (T, C, HEADS, C / HEADS);
+        let h = HEADS;
         let positions: Vec<usize> = (0..T).collect();
         let causal = Array2::from_shape_fn((T, T), |(i, j)| j > i);
-        let scale = 1.0 / (s as f32).sqrt();
-        let tokens = grad!(tape; wte: [V, C]; embedding(wte, ids));
+        let scale = 1.0 / ((C / HEADS) as f32).sqrt();
+        let tokens = grad!(tape; wte: [V, C], ids: [B, T]; embedding(wte, ids));
         let logits = grad!(tape;
             tokens: [B, T, C], wpe: [T, C], ln1_g: [C], ln1_b: [C], attn_w: [C, Q], attn_b: [Q], proj_w: [C, C],
             proj_b: [C], ln2_g: [C], ln2_b: [C], fc_w: [C, F], fc_b: [F], out_w: [F, C], out_b: [C],
             lnf_g: [C], lnf_b: [C], wte: [V, C];
             let x = tokens + embedding(wpe, &positions);
             let qkv = layer_norm(x, ln1_g, ln1_b, 1e-5) @ attn_w + attn_b;
-            let q = permute(reshape(slice(qkv, [0, 0, 0], [batch, t, c]), [batch, t, h, s]), [0, 2, 1, 3]);
-            let k = permute(reshape(slice(qkv, [0, 0, c], [batch, t, 2 * c]), [batch, t, h, s]), [0, 2, 1, 3]);
-            let v = permute(reshape(slice(qkv, [0, 0, 2 * c], [batch, t, 3 * c]), [batch, t, h, s]), [0, 2, 1, 3]);
+            let q = permute(reshape(slice(qkv, [0, 0, 0], [B, T, C]), [B, T, h, C / h]), [0, 2, 1, 3]);
+            let k = permute(reshape(slice(qkv, [0, 0, C], [B, T, 2 * C]), [B, T, h, C / h]), [0, 2, 1, 3]);
+            let v = permute(reshape(slice(qkv, [0, 0, 2 * C], [B, T, 3 * C]), [B, T, h, C / h]), [0, 2, 1, 3]);
             let weights = softmax(masked_fill(q @ transpose(k) * scale, &causal, -1e9), -1);
-            let y = reshape(permute(weights @ v, [0, 2, 1, 3]), [batch, t, c]);
+            let y = reshape(permute(weights @ v, [0, 2, 1, 3]), [B, T, C]);
             let x = x + y @ proj_w + proj_b;
             let x = x + gelu(layer_norm(x, ln2_g, ln2_b, 1e-5) @ fc_w + fc_b) @ out_w + out_b;
             layer_norm(x, lnf_g, lnf_b, 1e-5) @ transpose(wte));

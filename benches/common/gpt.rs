@@ -13,6 +13,7 @@
 
 use grad_runtime::nn::{Embedding, LayerNorm, Linear};
 use grad_runtime::{Float, Params, Rng, Tape, Var, grad, init};
+use ndarray::ArrayView2;
 
 /// The model's sizes.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -107,26 +108,23 @@ impl Gpt {
         if name.ends_with(".weight") && !is_norm { decay } else { 0.0 }
     }
 
-    /// The token embedding of `ids` (row-major `[batch, T]`, `T <=
-    /// block`, `batch · T = ids.len()`): `[batch · T, C]`. Its handle is
-    /// what an ONNX export names as the ids input.
+    /// The token embedding of `ids` `[batch, T]` (`T <= block`):
+    /// `[batch, T, C]`. Its handle is what an ONNX export names as the ids
+    /// input.
     #[track_caller]
-    pub fn embed<T: Float>(&self, tape: &mut Tape<T>, ids: &[usize]) -> Var {
-        self.wte.forward(tape, ids)
+    pub fn embed<T: Float>(&self, tape: &mut Tape<T>, ids: ArrayView2<'_, usize>) -> Var {
+        self.wte.forward(tape, &ids)
     }
 
     /// The next-character logits of every position, `[batch, T, vocab]`,
     /// from the token embedding `tokens` of [`embed`](Gpt::embed).
     #[track_caller]
-    pub fn logits<T: Float>(&self, tape: &mut Tape<T>, tokens: Var, batch: usize) -> Var {
-        let c = self.config.n_embd;
-        let t = tape.value(tokens).shape()[0] / batch.max(1);
-        let positions: Vec<usize> = (0..t).collect();
+    pub fn logits<T: Float>(&self, tape: &mut Tape<T>, tokens: Var) -> Var {
         let wpe = self.wpe.weight;
-        let mut x = grad!(tape; tokens: [N, C], wpe: [P, C];
-            reshape(tokens, [batch, t, c]) + embedding(wpe, &positions));
+        // The first T positions' embeddings.
+        let mut x = grad!(tape; tokens: [B, T, C], wpe: [P, C]; tokens + slice(wpe, [0, 0], [T, C]));
         for block in &self.h {
-            x = self.block(tape, block, x, batch, t);
+            x = self.block(tape, block, x);
         }
         let (g, b, wte) = (self.ln_f.weight, self.ln_f.bias, self.wte.weight);
         grad!(tape; x: [B, T, C], g: [C], b: [C], wte: [V, C];
@@ -134,18 +132,16 @@ impl Gpt {
     }
 
     /// The mean cross-entropy of `logits` (`[batch, T, vocab]`) against
-    /// the next characters `targets` (row-major `[batch, T]`).
+    /// the next characters `targets` (`[batch, T]`).
     #[track_caller]
-    pub fn loss<T: Float>(&self, tape: &mut Tape<T>, logits: Var, targets: &[usize]) -> Var {
-        let (n, v) = (targets.len(), self.config.vocab);
-        grad!(tape; logits: [B, T, V]; cross_entropy(reshape(logits, [n, v]), targets))
+    pub fn loss<T: Float>(&self, tape: &mut Tape<T>, logits: Var, targets: ArrayView2<'_, usize>) -> Var {
+        grad!(tape; logits: [B, T, V], targets: [B, T]; cross_entropy(logits, &targets))
     }
 
     /// One block: `x + attention(ln_1(x))`, then `x + mlp(ln_2(x))`.
     #[track_caller]
-    fn block<T: Float>(&self, tape: &mut Tape<T>, block: &Block, x: Var, batch: usize, t: usize) -> Var {
-        let (c, h) = (self.config.n_embd, self.config.n_head);
-        let s = c / h;
+    fn block<T: Float>(&self, tape: &mut Tape<T>, block: &Block, x: Var) -> Var {
+        let h = self.config.n_head;
         let Block { ln_1, attn, ln_2, mlp } = block;
         let (g1, b1, g2, b2) = (ln_1.weight, ln_1.bias, ln_2.weight, ln_2.bias);
         let (w_qkv, b_qkv, w_out, b_out) = (attn.c_attn.weight, attn.c_attn.bias, attn.c_proj.weight, attn.c_proj.bias);
@@ -154,10 +150,10 @@ impl Gpt {
             x: [B, T, C], g1: [C], b1: [C], w_qkv: [C, Q], b_qkv: [Q], w_out: [C, C], b_out: [C],
             g2: [C], b2: [C], w_fc: [C, F], b_fc: [F], w_proj: [F, C], b_proj: [C];
             let qkv = layer_norm(x, g1, b1, 1e-5) @ w_qkv + b_qkv;
-            let q = permute(reshape(slice(qkv, [0, 0, 0], [batch, t, c]), [batch, t, h, s]), [0, 2, 1, 3]);
-            let k = permute(reshape(slice(qkv, [0, 0, c], [batch, t, 2 * c]), [batch, t, h, s]), [0, 2, 1, 3]);
-            let v = permute(reshape(slice(qkv, [0, 0, 2 * c], [batch, t, 3 * c]), [batch, t, h, s]), [0, 2, 1, 3]);
-            let y = reshape(permute(attention(q, k, v, true), [0, 2, 1, 3]), [batch, t, c]);
+            let q = permute(reshape(slice(qkv, [0, 0, 0], [B, T, C]), [B, T, h, C / h]), [0, 2, 1, 3]);
+            let k = permute(reshape(slice(qkv, [0, 0, C], [B, T, 2 * C]), [B, T, h, C / h]), [0, 2, 1, 3]);
+            let v = permute(reshape(slice(qkv, [0, 0, 2 * C], [B, T, 3 * C]), [B, T, h, C / h]), [0, 2, 1, 3]);
+            let y = reshape(permute(attention(q, k, v, true), [0, 2, 1, 3]), [B, T, C]);
             let x = x + y @ w_out + b_out;
             x + gelu(layer_norm(x, g2, b2, 1e-5) @ w_fc + b_fc) @ w_proj + b_proj)
     }

@@ -13,8 +13,8 @@
 //! Options (`args.rs`): `--steps N` (2000), `--seed N`, `--plot PATH`
 //! (the PNG of the curves; a temp-dir file by default), `--save PATH`,
 //! `--load PATH` (sample from a saved model), `--export PATH` (ONNX:
-//! `ids [tokens]` int64 in, `tokens` a multiple of 64, logits
-//! `[tokens / 64, 64, vocab]` out), `--quick` (a tiny model, 60 steps).
+//! `ids [batch, 64]` int64 in, logits `[batch, 64, vocab]` out),
+//! `--quick` (a tiny model, 60 steps).
 
 mod args;
 mod text;
@@ -28,6 +28,7 @@ use args::Args;
 use grad_examples::gpt::{Config, Gpt};
 use grad_examples::{Curve, Progress, plot_curves_against};
 use grad_runtime::onnx::Export;
+use grad_runtime::ndarray::{Array2, ArrayView2};
 use grad_runtime::{AdamW, Params, Rng, Tape, schedule};
 use text::Vocab;
 
@@ -141,7 +142,7 @@ fn train_model(
     tape: &mut Tape<f32>,
     model: &Gpt,
     train: &[usize],
-    held_out: &[(Vec<usize>, Vec<usize>)],
+    held_out: &[(Array2<usize>, Array2<usize>)],
     plan: &Plan,
     rng: &mut Rng,
     args: &Args,
@@ -161,9 +162,9 @@ fn train_model(
             let step = interval * plan.eval_every + k;
             opt.set_lr(schedule::warmup_cosine(LR, step as u64, plan.warmup as u64, plan.steps as u64))?;
             let (inputs, targets) = text::batch(train, plan.batch, plan.config.block, rng);
-            let tokens = model.embed(tape, &inputs);
-            let logits = model.logits(tape, tokens, plan.batch);
-            let loss = model.loss(tape, logits, &targets);
+            let tokens = model.embed(tape, inputs.view());
+            let logits = model.logits(tape, tokens);
+            let loss = model.loss(tape, logits, targets.view());
             tape.backward(loss)?;
             opt.step(tape)?;
             total += f64::from(tape.scalar(loss));
@@ -208,14 +209,14 @@ fn train_model(
 fn validation_loss(
     tape: &mut Tape<f32>,
     model: &Gpt,
-    held_out: &[(Vec<usize>, Vec<usize>)],
+    held_out: &[(Array2<usize>, Array2<usize>)],
 ) -> Result<f64, Box<dyn Error>> {
     let mark = tape.mark();
     let mut total = 0.0;
     for (inputs, targets) in held_out {
-        let tokens = model.embed(tape, inputs);
-        let logits = model.logits(tape, tokens, inputs.len() / model.config.block);
-        let loss = model.loss(tape, logits, targets);
+        let tokens = model.embed(tape, inputs.view());
+        let logits = model.logits(tape, tokens);
+        let loss = model.loss(tape, logits, targets.view());
         total += f64::from(tape.try_scalar(loss)?);
         tape.reset_to(mark);
     }
@@ -236,8 +237,8 @@ fn sample(
     let mark = tape.mark();
     for _ in 0..count {
         let window = &context[context.len().saturating_sub(block)..];
-        let tokens = model.embed(tape, window);
-        let logits = model.logits(tape, tokens, 1);
+        let tokens = model.embed(tape, ArrayView2::from_shape((1, window.len()), window)?);
+        let logits = model.logits(tape, tokens);
         let values = tape.try_value(logits)?;
         let last = values.shape()[1] - 1;
         let row: Vec<f32> = values.slice(ndarray::s![0, last, ..]).to_vec();
@@ -247,15 +248,15 @@ fn sample(
     Ok(context[prompt.len()..].to_vec())
 }
 
-/// The model as ONNX: token ids (a multiple of the context length) in,
-/// logits out, at any number of sequences.
+/// The model as ONNX: token ids `[batch, block]` in, logits out, at any
+/// number of sequences.
 fn export(tape: &mut Tape<f32>, model: &Gpt, path: &Path) -> Result<(), Box<dyn Error>> {
     let mark = tape.mark();
-    let ids = vec![0; 2 * model.config.block];
-    let tokens = model.embed(tape, &ids);
-    let logits = model.logits(tape, tokens, 2);
+    let ids = Array2::zeros((2, model.config.block));
+    let tokens = model.embed(tape, ids.view());
+    let logits = model.logits(tape, tokens);
     let exported =
-        Export::new(tape).params(model).ids_input("ids", tokens).output("logits", logits).batch("tokens").write(path);
+        Export::new(tape).params(model).ids_input("ids", tokens).output("logits", logits).batch("batch").write(path);
     tape.reset_to(mark);
     Ok(exported?)
 }

@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 
 use grad_runtime::Rng;
+use grad_runtime::ndarray::{Array2, ArrayView1};
 
 /// The characters of a text, numbered in code-point order.
 pub struct Vocab {
@@ -32,13 +33,14 @@ impl Vocab {
 }
 
 /// `batch` random windows of `block + 1` ids of `ids`: the inputs (each
-/// window's first `block`) and the targets (its last `block`), row-major.
-pub fn batch(ids: &[usize], batch: usize, block: usize, rng: &mut Rng) -> (Vec<usize>, Vec<usize>) {
-    let (mut inputs, mut targets) = (Vec::with_capacity(batch * block), Vec::with_capacity(batch * block));
-    for _ in 0..batch {
+/// window's first `block`) and the targets (its last `block`), each
+/// `[batch, block]`.
+pub fn batch(ids: &[usize], batch: usize, block: usize, rng: &mut Rng) -> (Array2<usize>, Array2<usize>) {
+    let (mut inputs, mut targets) = (Array2::zeros((batch, block)), Array2::zeros((batch, block)));
+    for row in 0..batch {
         let start = (rng.next_u64() % (ids.len() - block) as u64) as usize;
-        inputs.extend_from_slice(&ids[start..start + block]);
-        targets.extend_from_slice(&ids[start + 1..start + block + 1]);
+        inputs.row_mut(row).assign(&ArrayView1::from(&ids[start..start + block]));
+        targets.row_mut(row).assign(&ArrayView1::from(&ids[start + 1..start + block + 1]));
     }
     (inputs, targets)
 }
