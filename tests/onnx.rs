@@ -205,8 +205,20 @@ fn every_op(tape: &mut Tape<f32>, rng: &mut Rng) -> (Named, Named) {
          group_norm(images, 2, gamma, beta, 1e-5), log_softmax(a, 0), sum(b, 1, false),
          bmm(reshape(a, [1, 3, 4]), reshape(transpose(b), [1, 4, 3])),
          attention(reshape(a, [1, 3, 4]), reshape(b, [1, 3, 4]), reshape(a * b, [1, 3, 4]), true)));
-    let (activations, reductions, layout, indexing, masking, embedded, losses, group, log_softmax, row_sums, products, attended) =
-        outputs;
+    let (
+        activations,
+        reductions,
+        layout,
+        indexing,
+        masking,
+        embedded,
+        losses,
+        group,
+        log_softmax,
+        row_sums,
+        products,
+        attended,
+    ) = outputs;
     let inputs = vec![("a", a), ("images", images)];
     let outputs = vec![
         ("activations", activations),

@@ -27,8 +27,8 @@ use std::time::Instant;
 use args::Args;
 use grad_examples::gpt::{Config, Gpt};
 use grad_examples::{Curve, Progress, plot_curves_against};
-use grad_runtime::onnx::Export;
 use grad_runtime::ndarray::{Array2, ArrayView2};
+use grad_runtime::onnx::Export;
 use grad_runtime::{AdamW, Params, Rng, Tape, schedule};
 use text::Vocab;
 

@@ -363,7 +363,8 @@ impl Expander {
                 let temp = Ident::new(&format!("__size{}", self.temps), Span::mixed_site());
                 self.temps += 1;
                 let (tape, text) = (&self.tape, expr.to_string());
-                self.stmts.push(quote_spanned!(*op_span=> let #temp = ::grad_runtime::dsl::#checked(#tape, #a, #b, #text);));
+                self.stmts
+                    .push(quote_spanned!(*op_span=> let #temp = ::grad_runtime::dsl::#checked(#tape, #a, #b, #text);));
                 temp.into_token_stream()
             }
             // A `{ block }` keeps its braces: it may be a factor of a product.

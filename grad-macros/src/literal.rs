@@ -102,7 +102,13 @@ pub(crate) fn size(e: &Expr) -> Option<Size<'_>> {
         ExprKind::Name(ident) => Some(Size::Name(ident)),
         ExprKind::Rust(tokens) => Some(Size::Rust(tokens)),
         ExprKind::Binary { op: op @ (BinOp::Mul | BinOp::Div | BinOp::Add | BinOp::Sub), op_span, lhs, rhs } => {
-            Some(Size::Arith { op: *op, op_span: *op_span, lhs: Box::new(size(lhs)?), rhs: Box::new(size(rhs)?), expr: e })
+            Some(Size::Arith {
+                op: *op,
+                op_span: *op_span,
+                lhs: Box::new(size(lhs)?),
+                rhs: Box::new(size(rhs)?),
+                expr: e,
+            })
         }
         _ => None,
     }

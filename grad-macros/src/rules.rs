@@ -490,7 +490,9 @@ fn cross_entropy(site: &Site) -> Outcome {
     if dims.len() < 2 {
         let summary = format!("`{}`: the logits must be 2-D or more, [.., classes]", site.text);
         let help = match dims {
-            [classes] => Some(format!("for one row of {classes} classes write `reshape({}, [1, {classes}])`", logits.text)),
+            [classes] => {
+                Some(format!("for one row of {classes} classes write `reshape({}, [1, {classes}])`", logits.text))
+            }
             _ => None,
         };
         return Err(message(summary, &[is(logits)], help));
@@ -504,7 +506,8 @@ fn cross_entropy(site: &Site) -> Outcome {
         Some(t) => t.len() == leading.len() && t.iter().zip(leading).all(|(a, b)| !a.differs(b)),
     };
     if !fits {
-        let summary = format!("`{}`: the targets are {}, but the rows of the logits are {rows}", site.text, targets.shape);
+        let summary =
+            format!("`{}`: the targets are {}, but the rows of the logits are {rows}", site.text, targets.shape);
         let why = format!(
             "`{}` takes one target per row: shaped as the logits without their last dim ({rows}), or a flat list of {}",
             site.name,

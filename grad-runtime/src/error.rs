@@ -299,7 +299,12 @@ impl fmt::Display for ErrorKind {
                 write!(f, "the size `{size}` divides by zero ({left} / 0)")
             }
             ErrorKind::SizeArithmetic { size, left, op: '/', right } => {
-                write!(f, "the size `{size}` is {left} / {right}, not a whole number ({left} = {} * {right} + {})", left / right, left % right)
+                write!(
+                    f,
+                    "the size `{size}` is {left} / {right}, not a whole number ({left} = {} * {right} + {})",
+                    left / right,
+                    left % right
+                )
             }
             ErrorKind::SizeArithmetic { size, left, op, right } => {
                 write!(f, "the size `{size}` is {left} {op} {right}, below zero")

@@ -57,8 +57,8 @@ mod error;
 mod finite;
 mod float;
 mod gemm;
-mod indices;
 pub mod guide;
+mod indices;
 pub mod init;
 pub mod io;
 mod math;
@@ -89,13 +89,13 @@ pub use ndarray;
 pub use batches::Minibatches;
 pub use error::{ErrorKind, GradError};
 pub use float::Float;
-pub use indices::Indices;
 #[doc(hidden)]
 pub use grad_macros::__builtin_table;
 /// Derives [`Params`](trait@Params) for a model struct; see the trait.
 pub use grad_macros::Params;
 #[doc = include_str!("grad_macro.md")]
 pub use grad_macros::grad;
+pub use indices::Indices;
 pub use ops::*;
 pub use optim::{Adam, AdamW, Optimizer, Sgd};
 pub use parallel::{num_threads, set_num_threads};

@@ -12,8 +12,9 @@ pub fn replay(case: &Case, tp: &mut Tape<f64>) -> Option<Var> {
     let axis = case.axis()?;
     Some(match case.op() {
         "gather" => {
-            let indices = ArrayD::from_shape_vec(IxDyn(&case.usizes("index_shape")), case.indices(1).iter().copied().collect())
-                .expect("index_shape matches the indices");
+            let indices =
+                ArrayD::from_shape_vec(IxDyn(&case.usizes("index_shape")), case.indices(1).iter().copied().collect())
+                    .expect("index_shape matches the indices");
             g_gather(tp, case.x(0), axis, &indices)
         }
         "index_select" => g_index_select(tp, case.x(0), axis, case.indices(1).as_slice().unwrap()),

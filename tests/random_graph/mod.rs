@@ -303,7 +303,7 @@ impl Graph {
                     let (leading, classes) = (&shape[..shape.len() - 1], shape[shape.len() - 1]);
                     let rows: usize = leading.iter().product();
                     let flat: Vec<usize> = (0..rows).map(|i| (r2 + 7 * i) % classes).collect();
-                    let targets_shape = if r3 % 4 == 0 { leading.to_vec() } else { vec![rows] };
+                    let targets_shape = if r3.is_multiple_of(4) { leading.to_vec() } else { vec![rows] };
                     let targets = ArrayD::from_shape_vec(IxDyn(&targets_shape), flat).unwrap();
                     self.push(Step::CrossEntropy(x, targets), vec![]);
                 } else {
@@ -311,7 +311,8 @@ impl Graph {
                     let (rows, cols) = (self.shapes[x][0], self.shapes[x][1]);
                     let count = 1 + r2 % 4;
                     let flat: Vec<usize> = (0..count).map(|i| (r2 + 5 * i) % rows).collect();
-                    let ids_shape = if r3 % 4 == 1 && count % 2 == 0 { vec![2, count / 2] } else { vec![count] };
+                    let ids_shape =
+                        if r3 % 4 == 1 && count.is_multiple_of(2) { vec![2, count / 2] } else { vec![count] };
                     let ids = ArrayD::from_shape_vec(IxDyn(&ids_shape), flat).unwrap();
                     let mut out = ids_shape;
                     out.push(cols);

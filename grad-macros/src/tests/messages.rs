@@ -156,7 +156,10 @@ fn a_syntax_error_points_at_the_offending_token() {
 
 #[test]
 fn sizes_that_are_not_whole_are_errors_on_their_tokens() {
-    assert_error("tape; x: [B, 12]; reshape(x, [B, 5, 12 / 5])", &["the size `12 / 5` is not a whole number: 12 = 2 * 5 + 2"]);
+    assert_error(
+        "tape; x: [B, 12]; reshape(x, [B, 5, 12 / 5])",
+        &["the size `12 / 5` is not a whole number: 12 = 2 * 5 + 2"],
+    );
     assert_error("tape; x: [B, 12]; reshape(x, [B, 12 / 0])", &["the size `12 / 0` divides by zero"]);
     assert_error("tape; x: [B, 12]; slice(x, [0, 0], [B, 2 - 3])", &["the size `2 - 3` is below zero: 2 - 3 = -1"]);
     // An exact quotient of symbols keeps checking the element count.
@@ -177,7 +180,10 @@ fn declared_indices_give_the_shapes_of_embedding_and_cross_entropy() {
         "tape; x: [B, T, V], t: [T, B]; cross_entropy(x, &t)",
         &["the targets are [T, B], but the rows of the logits are [B, T]", "`&t` is [T, B] (declared)"],
     );
-    assert_error("tape; x: [B, V], t: [B, 1]; cross_entropy(x, &t)", &["the targets are [B, 1], but the rows of the logits are [B]"]);
+    assert_error(
+        "tape; x: [B, V], t: [B, 1]; cross_entropy(x, &t)",
+        &["the targets are [B, 1], but the rows of the logits are [B]"],
+    );
     assert_error("tape; x: [B, T, V], t: [4]; cross_entropy(x, &t)", &["a flat list of B * T"]);
     // Undeclared ids: the rank of the rows is unknown, so nothing is claimed.
     assert!(run("tape; e: [V, D]; reshape(embedding(e, &ids), [B, T, D])").is_err(), "B and T are undeclared");

@@ -65,8 +65,7 @@ pub fn g_cross_entropy<T: Float, I: Indices + ?Sized>(tp: &mut Tape<T>, logits: 
         return tp.fail(NAME, kind, &[logits], location);
     }
     if given.ndim() != 1 && given.slice() != leading {
-        let kind =
-            ErrorKind::IndicesShape { what: "targets", expected: leading.to_vec(), got: given.slice().to_vec() };
+        let kind = ErrorKind::IndicesShape { what: "targets", expected: leading.to_vec(), got: given.slice().to_vec() };
         return tp.fail(NAME, kind, &[logits], location);
     }
     let targets = tp.copy_indices_of(targets);
@@ -78,8 +77,10 @@ pub fn g_cross_entropy<T: Float, I: Indices + ?Sized>(tp: &mut Tape<T>, logits: 
     // One row of scratch; none without rows (`classes` may then be huge).
     let mut exps = tp.scratch(if rows == 0 { 0 } else { classes });
     let x = &tp.value_of(logits).data;
-    let total =
-        x.chunks_exact(classes.max(1)).zip(&targets).fold(T::zero(), |sum, (row, &t)| sum + row_loss(row, t, &mut exps));
+    let total = x
+        .chunks_exact(classes.max(1))
+        .zip(&targets)
+        .fold(T::zero(), |sum, (row, &t)| sum + row_loss(row, t, &mut exps));
     tp.recycle(exps);
     let Some(mut out) = tp.output(NAME, IxDyn(&[]), &[logits], location) else {
         tp.recycle_indices(targets);
