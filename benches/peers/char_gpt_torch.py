@@ -3,8 +3,8 @@
 optimizer, schedule and evaluation, for the validation loss and tokens/s
 the example reports.
 
-The model is nanoGPT's GPT (GELU tanh, dropout 0, tied head, nanoGPT's
-init, SDPA attention); the text is examples/data/rust_book.txt, the first
+The model is gpt_bench_torch.py's, nanoGPT's GPT (GELU tanh, dropout 0,
+tied head, nanoGPT's init, SDPA attention); the text is examples/data/rust_book.txt, the first
 90% trains and the last 10% validates; a step is a batch of 16 random
 windows of 64+1 characters, cross-entropy, backward, clip_grad_norm_(1.0),
 AdamW(lr 1e-3 with 100 warm-up steps then cosine to 0, betas (0.9, 0.95),
@@ -24,63 +24,11 @@ import sys
 import time
 
 import torch
-import torch.nn as nn
-import torch.nn.functional as F
+
+from gpt_bench_torch import GPT  # nanoGPT's model, the W7 peer's
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CFG = dict(block=64, n_layer=4, n_head=4, n_embd=128, batch=16, steps=2000, seed=0, threads=0)
-
-
-class Attention(nn.Module):
-    def __init__(self, c):
-        super().__init__()
-        self.c_attn = nn.Linear(c["n_embd"], 3 * c["n_embd"])
-        self.c_proj = nn.Linear(c["n_embd"], c["n_embd"])
-        self.n_head = c["n_head"]
-
-    def forward(self, x):
-        b, t, c = x.shape
-        q, k, v = self.c_attn(x).split(c, dim=2)
-        q, k, v = (z.view(b, t, self.n_head, c // self.n_head).transpose(1, 2) for z in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        return self.c_proj(y.transpose(1, 2).contiguous().view(b, t, c))
-
-
-class Block(nn.Module):
-    def __init__(self, c):
-        super().__init__()
-        d = c["n_embd"]
-        self.ln_1, self.ln_2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.attn = Attention(c)
-        self.c_fc, self.c_proj = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
-
-    def forward(self, x):
-        x = x + self.attn(self.ln_1(x))
-        return x + self.c_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
-
-
-class GPT(nn.Module):
-    def __init__(self, c):
-        super().__init__()
-        d = c["n_embd"]
-        self.wte, self.wpe = nn.Embedding(c["vocab"], d), nn.Embedding(c["block"], d)
-        self.h = nn.ModuleList([Block(c) for _ in range(c["n_layer"])])
-        self.ln_f = nn.LayerNorm(d)
-        for m in self.modules():
-            if isinstance(m, (nn.Linear, nn.Embedding)):
-                nn.init.normal_(m.weight, 0.0, 0.02)
-                if isinstance(m, nn.Linear):
-                    nn.init.zeros_(m.bias)
-        for name, p in self.named_parameters():
-            if name.endswith("c_proj.weight"):
-                nn.init.normal_(p, 0.0, 0.02 / math.sqrt(2 * c["n_layer"]))
-
-    def forward(self, idx, targets):
-        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
-        for block in self.h:
-            x = block(x)
-        logits = self.ln_f(x) @ self.wte.weight.t()
-        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
 
 
 def warmup_cosine(base, step, warmup, total):
