@@ -45,21 +45,21 @@ fn linear<T: Float>(tape: &mut Tape<T>, rng: &mut Rng, fan_in: usize, fan_out: u
 
 /// Causal self-attention: `c_attn` projects to queries, keys and values at
 /// once (`[C, 3C]`), `c_proj` joins the heads.
-#[derive(Params)]
+#[derive(Params, Clone)]
 pub struct Attention {
     pub c_attn: Linear,
     pub c_proj: Linear,
 }
 
 /// The MLP: `C → 4C`, GELU (tanh form), `4C → C`.
-#[derive(Params)]
+#[derive(Params, Clone)]
 pub struct Mlp {
     pub c_fc: Linear,
     pub c_proj: Linear,
 }
 
 /// One transformer block, pre-norm.
-#[derive(Params)]
+#[derive(Params, Clone)]
 pub struct Block {
     pub ln_1: LayerNorm,
     pub attn: Attention,
@@ -76,6 +76,12 @@ pub struct Gpt {
     pub ln_f: LayerNorm,
     #[params(skip)]
     pub config: Config,
+    /// Run each block as a checkpointed segment (`Tape::checkpoint`): its
+    /// intermediates are dropped after the forward and recomputed in
+    /// backward. Under `Tape::inference` the blocks are segments anyway,
+    /// so that evaluation holds one block's intermediates at a time.
+    #[params(skip)]
+    pub checkpoint: bool,
 }
 
 impl Gpt {
@@ -97,7 +103,7 @@ impl Gpt {
                 mlp: Mlp { c_fc: linear(tape, rng, c, 4 * c, 0.02), c_proj: linear(tape, rng, 4 * c, c, residual) },
             })
             .collect();
-        Gpt { wte, wpe, h, ln_f: LayerNorm::new(tape, c), config }
+        Gpt { wte, wpe, h, ln_f: LayerNorm::new(tape, c), config, checkpoint: false }
     }
 
     /// AdamW's weight decay for parameter `name`, as nanoGPT's
@@ -123,8 +129,14 @@ impl Gpt {
         let wpe = self.wpe.weight;
         // The first T positions' embeddings.
         let mut x = grad!(tape; tokens: [B, T, C], wpe: [P, C]; tokens + slice(wpe, [0, 0], [T, C]));
+        let n_head = self.config.n_head;
         for block in &self.h {
-            x = self.block(tape, block, x);
+            x = if self.checkpoint || tape.is_inference() {
+                let block = block.clone();
+                tape.checkpoint(move |t| Gpt::block(t, &block, n_head, x))
+            } else {
+                Gpt::block(tape, block, n_head, x)
+            };
         }
         let (g, b, wte) = (self.ln_f.weight, self.ln_f.bias, self.wte.weight);
         grad!(tape; x: [B, T, C], g: [C], b: [C], wte: [V, C];
@@ -140,8 +152,7 @@ impl Gpt {
 
     /// One block: `x + attention(ln_1(x))`, then `x + mlp(ln_2(x))`.
     #[track_caller]
-    fn block<T: Float>(&self, tape: &mut Tape<T>, block: &Block, x: Var) -> Var {
-        let h = self.config.n_head;
+    fn block<T: Float>(tape: &mut Tape<T>, block: &Block, h: usize, x: Var) -> Var {
         let Block { ln_1, attn, ln_2, mlp } = block;
         let (g1, b1, g2, b2) = (ln_1.weight, ln_1.bias, ln_2.weight, ln_2.bias);
         let (w_qkv, b_qkv, w_out, b_out) = (attn.c_attn.weight, attn.c_attn.bias, attn.c_proj.weight, attn.c_proj.bias);

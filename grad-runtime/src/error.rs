@@ -172,6 +172,17 @@ pub enum ErrorKind {
     /// cannot write as the same computation: the error's op and location
     /// are that node's, `reason` says why.
     NotExportable { reason: &'static str },
+    /// [`Tape::backward`](crate::Tape::backward) or
+    /// [`Tape::grad_graph`](crate::Tape::grad_graph) called inside
+    /// [`Tape::inference`](crate::Tape::inference), which keeps no state
+    /// for backward rules.
+    InInference,
+    /// A [`Tape::checkpoint`](crate::Tape::checkpoint) segment returned a
+    /// handle it did not compute (another tape's, a stale one), or, when
+    /// recomputed in backward, a value of another shape than its first
+    /// run's (the error's two shapes): a segment must compute the same
+    /// thing every time it runs.
+    Segment { reason: &'static str },
     /// A parameter received a gradient but is registered with no optimizer
     /// (nor frozen with [`Tape::freeze`](crate::Tape::freeze)): `name` is
     /// its tape position, `#index`.
@@ -415,6 +426,12 @@ impl fmt::Display for ErrorKind {
                  so they cannot be parameters or an op's result"
             ),
             ErrorKind::NotExportable { reason } => write!(f, "cannot be exported to ONNX: {reason}"),
+            ErrorKind::InInference => write!(
+                f,
+                "called inside tape.inference, which records no state for backward rules: compute the loss \
+                 outside the inference scope to differentiate it"
+            ),
+            ErrorKind::Segment { reason } => write!(f, "the checkpointed segment {reason}"),
             ErrorKind::NoGraphBackward { op } => write!(
                 f,
                 "the gradient passes through {op}, whose backward is not written as tape ops (a custom op's \

@@ -101,7 +101,7 @@ pub use optim::{Adam, AdamW, Optimizer, Sgd};
 pub use parallel::{num_threads, set_num_threads};
 pub use params::{ParamVisitor, Params};
 pub use rng::Rng;
-pub use tape::Tape;
+pub use tape::{MemoryStats, Tape};
 pub use tensor::TensorInput;
 pub use var::{Mark, Var};
 

@@ -11,6 +11,12 @@ pub(crate) struct BufferPool<T> {
     buckets: Vec<Bucket<T>>,
     /// The bucket the last request or return used, tried first.
     hot: usize,
+    /// Bytes of the buffers handed out and not yet returned (by capacity).
+    held: usize,
+    /// The most `held` has been since [`reset_peak`](BufferPool::reset_peak).
+    peak: usize,
+    /// Bytes of the buffers waiting in the buckets.
+    free: usize,
 }
 
 struct Bucket<T> {
@@ -20,7 +26,35 @@ struct Bucket<T> {
 
 impl<T: Copy + Default> BufferPool<T> {
     pub(crate) fn new() -> Self {
-        BufferPool { buckets: Vec::new(), hot: 0 }
+        BufferPool { buckets: Vec::new(), hot: 0, held: 0, peak: 0, free: 0 }
+    }
+
+    /// Bytes held by callers: buffers taken and not returned.
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.held
+    }
+
+    /// The most bytes callers held at once since the last
+    /// [`reset_peak`](BufferPool::reset_peak).
+    pub(crate) fn peak_bytes(&self) -> usize {
+        self.peak
+    }
+
+    /// Bytes waiting in the pool for reuse.
+    pub(crate) fn free_bytes(&self) -> usize {
+        self.free
+    }
+
+    /// Starts a new peak from what callers hold now.
+    pub(crate) fn reset_peak(&mut self) {
+        self.peak = self.held;
+    }
+
+    /// Counts a buffer handed out.
+    #[inline]
+    fn lend(&mut self, buffer: &Vec<T>) {
+        self.held += bytes(buffer);
+        self.peak = self.peak.max(self.held);
     }
 
     /// A buffer of `len` elements whose contents are unspecified (stale
@@ -33,7 +67,9 @@ impl<T: Copy + Default> BufferPool<T> {
         if len == 0 {
             return Vec::new();
         }
-        self.reuse(len).unwrap_or_else(|| vec![T::default(); len])
+        let buffer = self.reuse(len).unwrap_or_else(|| vec![T::default(); len]);
+        self.lend(&buffer);
+        buffer
     }
 
     /// Like [`take`](BufferPool::take), but `None` instead of an abort when
@@ -42,12 +78,16 @@ impl<T: Copy + Default> BufferPool<T> {
     /// (Under Linux's default overcommit, the allocator may grant far more
     /// than the machine has; filling such a buffer can still end the process.)
     pub(crate) fn try_take(&mut self, len: usize) -> Option<Vec<T>> {
-        if let Some(buffer) = self.reuse(len) {
-            return Some(buffer);
-        }
-        let mut buffer = Vec::new();
-        buffer.try_reserve_exact(len).ok()?;
-        buffer.resize(len, T::default());
+        let buffer = match self.reuse(len) {
+            Some(buffer) => buffer,
+            None => {
+                let mut buffer = Vec::new();
+                buffer.try_reserve_exact(len).ok()?;
+                buffer.resize(len, T::default());
+                buffer
+            }
+        };
+        self.lend(&buffer);
         Some(buffer)
     }
 
@@ -60,6 +100,7 @@ impl<T: Copy + Default> BufferPool<T> {
             && bucket.capacity == len
             && let Some(mut buffer) = bucket.free.pop()
         {
+            self.free -= bytes(&buffer);
             buffer.resize(len, T::default());
             return Some(buffer);
         }
@@ -72,6 +113,7 @@ impl<T: Copy + Default> BufferPool<T> {
             .enumerate()
             .find_map(|(i, bucket)| Some((first + i, bucket.free.pop()?)))?;
         self.hot = index;
+        self.free -= bytes(&buffer);
         buffer.resize(len, T::default());
         Some(buffer)
     }
@@ -82,6 +124,10 @@ impl<T: Copy + Default> BufferPool<T> {
         if capacity == 0 {
             return;
         }
+        // A buffer the pool did not hand out (a caller's own) makes `held`
+        // smaller than it was; it never goes below zero.
+        self.held = self.held.saturating_sub(bytes(&buffer));
+        self.free += bytes(&buffer);
         if let Some(bucket) = self.buckets.get_mut(self.hot)
             && bucket.capacity == capacity
         {
@@ -104,6 +150,11 @@ impl<T: Copy + Default> BufferPool<T> {
     pub(crate) fn len(&self) -> usize {
         self.buckets.iter().map(|b| b.free.len()).sum()
     }
+}
+
+/// A buffer's size in bytes, by capacity: what it holds of memory.
+fn bytes<T>(buffer: &Vec<T>) -> usize {
+    buffer.capacity() * std::mem::size_of::<T>()
 }
 
 #[cfg(test)]
@@ -154,6 +205,23 @@ mod tests {
         let tiny = pool.take(4);
         assert!(tiny.capacity() < 1 << 16);
         assert_eq!(pool.len(), 1);
+    }
+
+    #[test]
+    fn held_bytes_count_what_is_out_and_the_peak_its_most() {
+        let mut pool = BufferPool::<f32>::new();
+        let a = pool.take(100);
+        let b = pool.take(50);
+        assert_eq!((pool.held_bytes(), pool.peak_bytes(), pool.free_bytes()), (600, 600, 0));
+        pool.give(a);
+        assert_eq!((pool.held_bytes(), pool.peak_bytes(), pool.free_bytes()), (200, 600, 400));
+        pool.reset_peak();
+        let again = pool.take(100);
+        assert_eq!((pool.held_bytes(), pool.peak_bytes(), pool.free_bytes()), (600, 600, 0));
+        pool.give(again);
+        pool.give(b);
+        pool.give(vec![1.0; 10]);
+        assert_eq!((pool.held_bytes(), pool.free_bytes()), (0, 640));
     }
 
     #[test]

@@ -97,6 +97,11 @@ pub(crate) fn emit<T: Float>(e: &mut Emit<'_, T>, id: NodeId) -> Result<Value, R
             );
         }
         Op::Custom(_) => return Err("a custom op has no ONNX form"),
+        Op::Checkpoint(_) | Op::SegmentOutput => {
+            return Err(
+                "a checkpointed segment keeps no record of its ops; export a forward pass run without Tape::checkpoint",
+            );
+        }
         Op::Take { .. } | Op::ScatterAdd { .. } => {
             return Err("an op of a recorded gradient (grad_graph) is not a forward op");
         }

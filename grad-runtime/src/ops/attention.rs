@@ -10,7 +10,7 @@
 
 use std::panic::Location;
 
-use ndarray::IxDyn;
+use ndarray::{Dimension, IxDyn};
 use rayon::prelude::*;
 
 use crate::error::ErrorKind;
@@ -58,13 +58,20 @@ pub fn g_attention<T: Float>(tp: &mut Tape<T>, q: Var, k: Var, v: Var, causal: b
         Ok(dims) => dims,
         Err(kind) => return tp.fail(NAME, kind, &ids, location),
     };
-    let lead = &tp.shape(ids[0])[..tp.shape(ids[0]).len() - 2];
-    let out_shape: Vec<usize> = lead.iter().copied().chain([dims.tq, dims.dv]).collect();
-    let probs_shape: Vec<usize> = lead.iter().copied().chain([dims.tq, dims.tk]).collect();
-    let Some(mut probs) = tp.output(NAME, IxDyn(&probs_shape), &ids, location) else {
+    // The query's shape with its last two dims replaced (no `Vec`: a
+    // steady state allocates nothing here).
+    let with_last_two = |tp: &Tape<T>, rows: usize, cols: usize| {
+        let mut shape = IxDyn(tp.shape(ids[0]));
+        let dims = shape.slice_mut();
+        let n = dims.len();
+        (dims[n - 2], dims[n - 1]) = (rows, cols);
+        shape
+    };
+    let (out_shape, probs_shape) = (with_last_two(tp, dims.tq, dims.dv), with_last_two(tp, dims.tq, dims.tk));
+    let Some(mut probs) = tp.output(NAME, probs_shape, &ids, location) else {
         return tp.poisoned_var();
     };
-    let Some(mut out) = tp.output(NAME, IxDyn(&out_shape), &ids, location) else {
+    let Some(mut out) = tp.output(NAME, out_shape, &ids, location) else {
         tp.recycle(probs.data);
         return tp.poisoned_var();
     };
@@ -91,7 +98,14 @@ pub fn g_attention<T: Float>(tp: &mut Tape<T>, q: Var, k: Var, v: Var, causal: b
     }
     tp.recycle(keys_t);
     let [q, k, v] = ids;
-    tp.push(Op::Attention { q, k, v, causal, probs: probs.data }, out)
+    // Under inference nothing is kept for backward: the weights go back at once.
+    let probs = if tp.is_inference() {
+        tp.recycle(probs.data);
+        Vec::new()
+    } else {
+        probs.data
+    };
+    tp.push(Op::Attention { q, k, v, causal, probs }, out)
 }
 
 /// The sizes of one attention: `heads` (batch · heads, the product of the

@@ -43,7 +43,7 @@ pub(crate) fn backward<T: Float>(
     let out = tp.var_at(id);
     let var = |tp: &Tape<T>, id: NodeId| tp.var_at(id);
     match *op {
-        Op::Param | Op::Constant | Op::Buffer | Op::Detach | Op::DropoutMask => {}
+        Op::Param | Op::Constant | Op::Buffer | Op::Detach | Op::DropoutMask | Op::SegmentOutput => {}
         // Each input's share is recorded only if that input is on a path
         // to a requested gradient (`wants`): a constant operand's would be
         // work thrown away.
@@ -255,6 +255,12 @@ pub(crate) fn backward<T: Float>(
             add(tp, x, gx);
         }
         Op::Fused(ref node) => return Ok(node.replay(tp)),
+        // The segment's ops again, kept: the caller walks back through them.
+        Op::Checkpoint(ref segment) => {
+            let shape = shape_of(tp, id);
+            let location = tp.location_of(id);
+            return Ok(segment.replay(tp, shape.slice(), location));
+        }
         Op::Attention { q, k, v, causal, .. } => {
             let inputs = [q, k, v].map(|id| var(tp, id));
             return Ok(Some(attention::replay(tp, inputs, causal)));

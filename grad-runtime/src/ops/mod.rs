@@ -258,6 +258,12 @@ pub(crate) enum Op<T: Float> {
     },
     /// A user's op (`g_custom`): any number of inputs.
     Custom(custom::Custom<T>),
+    /// A checkpointed segment's output (`Tape::checkpoint`): its inputs
+    /// are the nodes before it that the segment read; backward runs it again.
+    Checkpoint(Box<crate::tape::Segment<T>>),
+    /// A segment's output under `Tape::inference`: its ops were dropped,
+    /// so it is a leaf.
+    SegmentOutput,
     /// `out[i] = x[indices[i]]`: what recorded gradients of indexing and
     /// pooling are made of (`scatter.rs`, internal).
     Take {
@@ -277,6 +283,7 @@ impl<T: Float> Op<T> {
         let (fused, custom) = match self {
             Op::Fused(node) => (Some(node.inputs()), None),
             Op::Custom(node) => (None, Some(node.inputs.iter().copied())),
+            Op::Checkpoint(segment) => (None, Some(segment.inputs.iter().copied())),
             _ => (None, None),
         };
         let many = fused.into_iter().flatten().chain(custom.into_iter().flatten());
@@ -291,6 +298,7 @@ impl<T: Float> Op<T> {
         match self {
             Op::Fused(node) => node.inputs().any(f),
             Op::Custom(node) => node.inputs.iter().any(|&id| f(id)),
+            Op::Checkpoint(segment) => segment.inputs.iter().any(|&id| f(id)),
             _ => self.fixed_inputs().into_iter().any(|id| id.is_some_and(&mut f)),
         }
     }
@@ -300,9 +308,15 @@ impl<T: Float> Op<T> {
     #[inline(always)]
     fn fixed_inputs(&self) -> [Option<NodeId>; 3] {
         match *self {
-            Op::Param | Op::Constant | Op::Buffer | Op::Detach | Op::DropoutMask | Op::Fused(_) | Op::Custom(_) => {
-                [None, None, None]
-            }
+            Op::Param
+            | Op::Constant
+            | Op::Buffer
+            | Op::Detach
+            | Op::DropoutMask
+            | Op::SegmentOutput
+            | Op::Fused(_)
+            | Op::Custom(_)
+            | Op::Checkpoint(_) => [None, None, None],
             Op::Unary(x, _)
             | Op::Sum(x)
             | Op::Mean(x)
@@ -386,6 +400,7 @@ impl<T: Float> Op<T> {
             Op::Where { .. } => "g_where",
             Op::Cumsum { .. } => "g_cumsum",
             Op::Custom(node) => node.name(),
+            Op::Checkpoint(_) | Op::SegmentOutput => "Tape::checkpoint",
             Op::Take { .. } => "take",
             Op::ScatterAdd { .. } => "scatter_add",
         }
@@ -397,7 +412,9 @@ impl<T: Float> Op<T> {
         match *self {
             // Leaves: their gradient is the result, there is no input to pass it to.
             // A detached node has no input to pass it to either.
-            Op::Param | Op::Constant | Op::Buffer | Op::Detach | Op::DropoutMask => {}
+            Op::Param | Op::Constant | Op::Buffer | Op::Detach | Op::DropoutMask | Op::SegmentOutput => {}
+            // `Tape::backward`'s walk runs a segment's own nodes instead.
+            Op::Checkpoint(_) => {}
             Op::Add(a, b) => arithmetic::add_backward(sink, g, a, b),
             Op::Sub(a, b) => arithmetic::sub_backward(sink, g, a, b),
             Op::Mul(a, b) => arithmetic::mul_backward(sink, g, a, b),
@@ -457,6 +474,7 @@ impl<T: Float> Op<T> {
             | Op::Custom(custom::Custom { inputs: indices, .. })
             | Op::Take { indices, .. }
             | Op::ScatterAdd { indices, .. } => (Some(indices), None),
+            Op::Checkpoint(segment) => (Some(segment.inputs), None),
             Op::Fused(node) => {
                 let (inputs, scalars) = node.into_buffers();
                 (inputs, Some(scalars))
@@ -469,6 +487,7 @@ impl<T: Float> Op<T> {
             | Op::Buffer
             | Op::Detach
             | Op::DropoutMask
+            | Op::SegmentOutput
             | Op::Add(..)
             | Op::Sub(..)
             | Op::Mul(..)
@@ -496,6 +515,27 @@ impl<T: Float> Op<T> {
             | Op::AvgPool2d { .. }
             | Op::Where { .. }
             | Op::Cumsum { .. } => (None, None),
+        }
+    }
+
+    /// The bytes of the buffers [`into_buffers`](Op::into_buffers) would
+    /// hand back: what the op keeps for its backward rule besides values.
+    pub(crate) fn saved_bytes(&self) -> usize {
+        let indices = |ids: &Vec<usize>| ids.capacity() * size_of::<usize>();
+        match self {
+            Op::CrossEntropy { targets: ids, .. }
+            | Op::Embedding { ids, .. }
+            | Op::Gather { indices: ids, .. }
+            | Op::IndexSelect { indices: ids, .. }
+            | Op::Custom(custom::Custom { inputs: ids, .. })
+            | Op::Take { indices: ids, .. }
+            | Op::ScatterAdd { indices: ids, .. } => indices(ids),
+            Op::Checkpoint(segment) => indices(&segment.inputs),
+            Op::Fused(node) => node.saved_bytes(),
+            Op::BatchNorm { stats, .. } | Op::GroupNorm { stats, .. } | Op::Attention { probs: stats, .. } => {
+                stats.capacity() * size_of::<T>()
+            }
+            _ => 0,
         }
     }
 }

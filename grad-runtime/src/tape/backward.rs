@@ -10,6 +10,7 @@ use crate::error::{ErrorKind, GradError};
 use crate::finite::describe;
 use crate::ops::Op;
 use crate::ops::sink::GradSink;
+use crate::tape::NodeId;
 use crate::tensor::TensorRef;
 use crate::{Float, Tape, Var};
 
@@ -81,6 +82,7 @@ impl<T: Float> Tape<T> {
         if let Some(error) = self.error() {
             return Err(error.clone());
         }
+        self.refuse_in_inference(OP, location)?;
         let loss = self.check_or_error(OP, loss, location)?;
         let loss_shape = self.shape(loss);
         if let Some(seed) = &seed
@@ -108,9 +110,31 @@ impl<T: Float> Tape<T> {
         }
         sink.add(loss, seed_data);
 
-        for id in (0..=loss).rev() {
+        self.walk(loss, 0)
+    }
+
+    /// The reverse walk from node `top` down to `bottom`: each node that
+    /// carries a gradient hands it to its inputs. A checkpointed segment's
+    /// node is walked through its recomputed nodes (`checkpoint.rs`).
+    pub(crate) fn walk(&mut self, top: NodeId, bottom: NodeId) -> Result<(), GradError> {
+        for id in (bottom..=top).rev() {
             let node = &self.nodes[id];
             if !node.requires_grad {
+                continue;
+            }
+            if let Op::Checkpoint(_) = node.op {
+                if self.grads[id].get().is_none() {
+                    continue;
+                }
+                // Taken out while the segment runs again (its body appends
+                // nodes), and put back after.
+                let op = std::mem::replace(&mut self.nodes[id].op, Op::Constant);
+                let walked = match &op {
+                    Op::Checkpoint(segment) => self.backward_segment(id, segment),
+                    _ => Ok(()),
+                };
+                self.nodes[id].op = op;
+                walked?;
                 continue;
             }
             // A node's inputs come before it on the tape, so its rule gets

@@ -89,6 +89,7 @@ impl<T: Float> Tape<T> {
         if let Some(error) = self.error() {
             return Err(error.clone());
         }
+        self.refuse_in_inference(OP, location)?;
         let y_id = self.check_or_error(OP, y, location)?;
         for &x in xs {
             self.check_or_error(OP, x, location)?;

@@ -67,6 +67,19 @@ impl<T: Copy + Default> GradSlot<T> {
         self.live = true;
     }
 
+    /// The capacity of the slot's buffer, live or kept for reuse.
+    pub(crate) fn capacity(&self) -> usize {
+        self.data.capacity()
+    }
+
+    /// The live gradient's buffer, moved out (the slot is then empty):
+    /// what moves a checkpointed segment's gradient to its recomputed output.
+    pub(crate) fn take_live(&mut self) -> Vec<T> {
+        debug_assert!(self.live, "only a live gradient is moved");
+        self.live = false;
+        std::mem::take(&mut self.data)
+    }
+
     /// Forgets the gradient (zeros again) and keeps the buffer for the
     /// next [`start`](GradSlot::start).
     #[inline]

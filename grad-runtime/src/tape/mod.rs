@@ -8,8 +8,11 @@
 mod anomaly;
 mod append;
 mod backward;
+mod checkpoint;
 mod grad_graph;
 mod grad_slot;
+mod inference;
+mod memory;
 mod read;
 mod write;
 
@@ -28,7 +31,9 @@ use crate::size::{ALLOCATION, checked_len};
 use crate::tensor::{Tensor, TensorInput, tensor_from_input};
 use crate::{Float, Mark, Var};
 
+pub(crate) use checkpoint::Segment;
 pub(crate) use grad_slot::GradSlot;
+pub use memory::MemoryStats;
 
 /// Position of a node on its tape. Inputs always have smaller ids than the
 /// nodes made from them, so reverse id order is a topological order.
@@ -107,6 +112,8 @@ pub struct Tape<T: Float = f32> {
     misuse: OnceLock<GradError>,
     /// Anomaly mode: see [`set_detect_anomaly`](Tape::set_detect_anomaly).
     detect_anomaly: bool,
+    /// Inside [`inference`](Tape::inference): no node carries a gradient.
+    inference: bool,
     /// `grad_graph`'s working vectors, kept for the next call.
     graph_scratch: grad_graph::GraphScratch,
     /// The fused regions of `grad!` blocks recorded as their unfused ops
@@ -145,6 +152,7 @@ impl<T: Float> Tape<T> {
             claims: Claims::default(),
             misuse: OnceLock::new(),
             detect_anomaly: false,
+            inference: false,
             graph_scratch: grad_graph::GraphScratch::default(),
             unfused: Vec::new(),
         }
@@ -458,7 +466,8 @@ impl<T: Float> Tape<T> {
     /// Appends the node and its location; `requires_grad` from its inputs.
     #[inline(always)]
     fn append_node(&mut self, op: Op<T>, value: Tensor<T>, location: &'static Location<'static>) -> Var {
-        let requires_grad = matches!(op, Op::Param) || op.any_input(|id| self.nodes[id].requires_grad);
+        let requires_grad =
+            !self.inference && (matches!(op, Op::Param) || op.any_input(|id| self.nodes[id].requires_grad));
         let index = self.nodes.len();
         append::append(&mut self.nodes, op, value, self.generation, requires_grad);
         self.locations.push(location);
@@ -697,7 +706,6 @@ impl<T: Float> Tape<T> {
     }
 
     /// Where node `id`'s op was called.
-    #[cfg(feature = "onnx")]
     pub(crate) fn location_of(&self, id: NodeId) -> &'static Location<'static> {
         self.locations[id]
     }

@@ -121,6 +121,15 @@ impl<T: Float> Fused<T> {
         self.leaves().iter().copied().filter(|&id| id != SCALAR_LEAF)
     }
 
+    /// The bytes of the pooled buffers (inputs and scalars).
+    pub(crate) fn saved_bytes(&self) -> usize {
+        let inputs = match &self.inputs {
+            Inputs::One(_) => 0,
+            Inputs::Pooled(ids) => ids.capacity() * size_of::<NodeId>(),
+        };
+        inputs + self.scalars.capacity() * size_of::<T>()
+    }
+
     /// The pooled buffers, handed back when the node is dropped.
     pub(crate) fn into_buffers(self) -> (Option<Vec<NodeId>>, Vec<T>) {
         match self.inputs {
