@@ -154,9 +154,10 @@ fn run(quick: bool) -> Result<f64, Box<dyn Error>> {
     // Fresh sequences the model has not seen.
     let tests = 1000;
     let (ids, targets) = sequences(&mut Rng::new(12345), tests);
-    let logits = model.logits(&mut tape, &ids, tests);
-    let predicted = argmax(&tape, logits, -1)?;
-    tape.reset_to(mark);
+    let predicted = tape.inference(|t| {
+        let logits = model.logits(t, &ids, tests);
+        argmax(t, logits, -1)
+    })??;
     let mut correct = [0usize; T];
     for (i, (p, t)) in predicted.iter().zip(&targets).enumerate() {
         correct[i % T] += usize::from(p == t);

@@ -95,11 +95,11 @@ impl Model {
 }
 
 fn accuracy(tape: &mut Tape<f32>, model: &Model, set: &Digits) -> Result<f64, Box<dyn Error>> {
-    let mark = tape.mark();
-    let x = tape.constant(&set.images);
-    let logits = model.logits(tape, x, false);
-    let predicted = argmax(tape, logits, -1)?;
-    tape.reset_to(mark);
+    let predicted = tape.inference(|t| {
+        let x = t.constant(&set.images);
+        let logits = model.logits(t, x, false);
+        argmax(t, logits, -1)
+    })??;
     let correct = predicted.iter().zip(&set.labels).filter(|(p, l)| p == l).count();
     Ok(correct as f64 / set.len() as f64)
 }

@@ -113,12 +113,15 @@ fn newton_direction(
 }
 
 fn accuracy(tape: &mut Tape<f64>, model: &Model, x: &Array2<f64>, labels: &[usize]) -> f64 {
-    let mark = tape.mark();
-    let xs = tape.constant(x);
     let (w, b) = (model.w, model.b);
-    let logits = grad!(tape; xs @ w + b);
-    let predicted = argmax(tape, logits, -1).expect("logits are 2-D");
-    tape.reset_to(mark);
+    let predicted = tape
+        .inference(|t| {
+            let xs = t.constant(x);
+            let logits = grad!(t; xs @ w + b);
+            argmax(t, logits, -1)
+        })
+        .and_then(|predicted| predicted)
+        .expect("logits are 2-D");
     predicted.iter().zip(labels).filter(|(p, l)| p == l).count() as f64 / labels.len() as f64
 }
 

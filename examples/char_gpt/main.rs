@@ -29,7 +29,7 @@ use grad_examples::gpt::{Config, Gpt};
 use grad_examples::{Curve, Progress, plot_curves_against};
 use grad_runtime::ndarray::{Array2, ArrayView2};
 use grad_runtime::onnx::Export;
-use grad_runtime::{AdamW, Params, Rng, Tape, schedule};
+use grad_runtime::{AdamW, GradError, Params, Rng, Tape, schedule};
 use text::Vocab;
 
 const TEXT: &str = include_str!("../data/rust_book.txt");
@@ -211,14 +211,14 @@ fn validation_loss(
     model: &Gpt,
     held_out: &[(Array2<usize>, Array2<usize>)],
 ) -> Result<f64, Box<dyn Error>> {
-    let mark = tape.mark();
     let mut total = 0.0;
     for (inputs, targets) in held_out {
-        let tokens = model.embed(tape, inputs.view());
-        let logits = model.logits(tape, tokens);
-        let loss = model.loss(tape, logits, targets.view());
-        total += f64::from(tape.try_scalar(loss)?);
-        tape.reset_to(mark);
+        total += tape.inference(|t| {
+            let tokens = model.embed(t, inputs.view());
+            let logits = model.logits(t, tokens);
+            let loss = model.loss(t, logits, targets.view());
+            t.try_scalar(loss).map(f64::from)
+        })??;
     }
     Ok(total / held_out.len() as f64)
 }
@@ -234,15 +234,19 @@ fn sample(
 ) -> Result<Vec<usize>, Box<dyn Error>> {
     let block = model.config.block;
     let mut context = prompt.to_vec();
-    let mark = tape.mark();
+    let mut row = Vec::new();
     for _ in 0..count {
-        let window = &context[context.len().saturating_sub(block)..];
-        let tokens = model.embed(tape, ArrayView2::from_shape((1, window.len()), window)?);
-        let logits = model.logits(tape, tokens);
-        let values = tape.try_value(logits)?;
-        let last = values.shape()[1] - 1;
-        let row: Vec<f32> = values.slice(ndarray::s![0, last, ..]).to_vec();
-        tape.reset_to(mark);
+        let window =
+            ArrayView2::from_shape((1, context.len().min(block)), &context[context.len().saturating_sub(block)..])?;
+        tape.inference(|t| {
+            let tokens = model.embed(t, window);
+            let logits = model.logits(t, tokens);
+            let values = t.try_value(logits)?;
+            let last = values.shape()[1] - 1;
+            row.clear();
+            row.extend(values.slice(ndarray::s![0, last, ..]));
+            Ok::<(), GradError>(())
+        })??;
         context.push(text::sample(&row, TEMPERATURE, rng));
     }
     Ok(context[prompt.len()..].to_vec())
