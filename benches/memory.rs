@@ -3,7 +3,11 @@
 //! (nanoGPT's GPT, 4 layers, context 64, batch 16) and a deeper one
 //! (12 layers, context 256, batch 16). Each case runs in a child process
 //! of its own (peak resident memory is per process): 3 warm-up steps, then
-//! the median of the timed ones.
+//! the median of the timed ones. Modes: `plain` (the tape keeps every
+//! gradient), `lean` (no intermediate gradients kept:
+//! `Tape::set_keep_intermediate_grads(false)`, PyTorch's default),
+//! `checkpoint` (lean, each block a `Tape::checkpoint` segment) and
+//! `inference` (a forward pass under `Tape::inference`).
 //!
 //! Figures, as `name value unit` lines (`benches/peers/memory_torch.py`
 //! prints PyTorch's under the same names):
@@ -30,7 +34,7 @@ use grad_runtime::{AdamW, Rng, Tape};
 use ndarray::Array2;
 
 const MIB: f64 = 1024.0 * 1024.0;
-const MODES: [&str; 3] = ["plain", "checkpoint", "inference"];
+const MODES: [&str; 4] = ["plain", "lean", "checkpoint", "inference"];
 
 /// A configuration's sizes, batch and timed steps; `full` is false under
 /// `cargo test`, which runs bench targets to check that they work.
@@ -55,6 +59,8 @@ fn run(name: &str, mode: &str, full: bool) {
     let mut rng = Rng::new(7);
     let mut model = Gpt::new(&mut tape, &mut rng, config);
     model.checkpoint = mode == "checkpoint";
+    // `lean` and `checkpoint` keep no intermediate gradients (PyTorch's default).
+    tape.set_keep_intermediate_grads(mode == "plain");
     let mut opt = AdamW::new(1e-3).betas(0.9, 0.95).eps(1e-8);
     opt.add_params(&tape, &model, |name| Gpt::weight_decay(name, 0.1)).expect("the parameters register");
     opt.set_clip(1.0).expect("a positive clip");

@@ -245,3 +245,31 @@ fn an_export_refuses_a_checkpointed_segment() {
     assert!(matches!(error.kind(), ErrorKind::NotExportable { .. }), "{error}");
     assert_eq!(error.op(), "Tape::checkpoint");
 }
+
+#[test]
+fn checkpoint_in_a_grad_block_is_one_node_with_the_same_gradients() {
+    let mut tape = Tape::<f64>::new();
+    let x = tape.param(init::uniform(&mut Rng::new(6), &[2, 3, 4], -1.0, 1.0));
+    let w = tape.param(init::uniform(&mut Rng::new(7), &[4, 4], -1.0, 1.0));
+    let mark = tape.mark();
+    let mut runs = Vec::new();
+    for checkpointed in [false, true] {
+        let loss = if checkpointed {
+            grad!(tape; x: [B, T, C], w: [C, C];
+                let h = checkpoint(reshape(gelu(x @ w) * 2.0 + x, [B * T, C]));
+                sum(h * h))
+        } else {
+            grad!(tape; x: [B, T, C], w: [C, C];
+                let h = reshape(gelu(x @ w) * 2.0 + x, [B * T, C]);
+                sum(h * h))
+        };
+        let nodes = tape.len() - mark.len();
+        tape.backward(loss).unwrap();
+        runs.push((nodes, tape.scalar(loss), tape.grad(x).to_owned(), tape.grad(w).to_owned()));
+        tape.reset_to(mark);
+    }
+    let (plain, checkpointed) = (&runs[0], &runs[1]);
+    assert_eq!(checkpointed.0, 2, "the segment and the fused sum(h * h): {} nodes", checkpointed.0);
+    assert!(plain.0 > checkpointed.0);
+    assert_eq!((plain.1, &plain.2, &plain.3), (checkpointed.1, &checkpointed.2, &checkpointed.3));
+}

@@ -113,3 +113,28 @@ fn alternating_graph_sizes_reach_a_steady_state_without_allocating() {
     let counts: Vec<usize> = (0..12).map(|k| if k % 2 == 0 { step(8, 50) } else { step(3, 0) }).collect();
     assert_eq!(&counts[4..], [0; 8], "{counts:?}");
 }
+
+#[test]
+fn without_intermediate_gradients_parameters_get_the_same_bits_and_reading_one_is_an_error() {
+    let mut tape = Tape::<f64>::new();
+    tape.set_keep_intermediate_grads(false);
+    assert!(!tape.keeps_intermediate_grads());
+    let x = tape.param(input(8));
+    let mark = tape.mark();
+    for n in [8, 3, 8] {
+        let w = tape.param(input(n) * 0.5);
+        let (loss, t) = loss(&mut tape, x, w, n);
+        tape.backward(loss).unwrap();
+        // Only the parameters' gradient buffers are left: x's and w's.
+        let kept: usize = [x, w].iter().map(|&v| tape.grad(v).len() * 8).sum();
+        assert_eq!(tape.memory().grads, kept, "n = {n}");
+        let [gx, gw, _] = fresh(n);
+        assert_eq!((tape.grad(x).to_owned(), tape.grad(w).to_owned()), (gx, gw), "n = {n}");
+        let error = tape.try_grad(t).unwrap_err();
+        assert_eq!((error.op(), error.kind()), ("Tape::grad", &ErrorKind::GradNotKept));
+        assert!(tape.is_ok(), "try_grad does not poison");
+        let _ = tape.grad(t);
+        assert_eq!(tape.error().map(GradError::kind), Some(&ErrorKind::GradNotKept), "grad does");
+        tape.reset_to(mark);
+    }
+}

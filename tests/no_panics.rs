@@ -196,6 +196,7 @@ fn call_op(name: &str, rng: &mut Rng, tape: &mut Tape<f64>, pick: &mut dyn FnMut
                 common::custom_ops::mul_add(tape, a, b, c)
             }
         },
+        "g_checkpoint" => g_checkpoint(tape, move |t| g_mul(t, a, b)),
         "g_grad" => {
             // Of a scalar made from `a` (or of `a` itself, perhaps not one).
             let y = if small(rng, 3) == 0 { a } else { g_sum(tape, a) };

@@ -271,7 +271,13 @@ pub(crate) const BUILTINS: &[Builtin] = &[
     row("detach", "g_detach", &[X], Rule::Same),
     // ops/grad.rs: the gradient of `y` in `x`, recorded as ops.
     row("grad", "g_grad", &[param("y", Kind::Var), X], Rule::GradOf),
+    // ops/checkpoint.rs: `x`'s ops as a segment recomputed in backward
+    // (the expansion passes them as a closure, see `expand.rs`).
+    row(CHECKPOINT, "g_checkpoint", &[X], Rule::Same),
 ];
+
+/// The built-in whose argument is expanded as a closure, not a value.
+pub(crate) const CHECKPOINT: &str = "checkpoint";
 
 /// `max_pool2d` and `avg_pool2d`: `(x, kernel, stride, padding = [0, 0])`.
 const POOL: &[Param] = &[

@@ -82,6 +82,9 @@ struct Expander {
     fuse: bool,
     /// The fused regions declared so far.
     regions: usize,
+    /// Inside `checkpoint(..)`, whose expression becomes a closure: its
+    /// name's span.
+    checkpoint: Option<Span>,
 }
 
 impl Expander {
@@ -96,6 +99,7 @@ impl Expander {
             temps: 0,
             fuse: block.fuse,
             regions: 0,
+            checkpoint: None,
         };
         for decl in &block.decls {
             ex.names.insert(decl.name.to_string(), NameKind::Var);
@@ -273,12 +277,20 @@ impl Expander {
     }
 
     fn builtin(&mut self, builtin: &Builtin, span: Span, args: &[Arg]) -> Result<Value> {
+        if builtin.name == builtins::CHECKPOINT
+            && let [Arg::Expr(body)] = args
+        {
+            return self.checkpoint(builtin, span, body);
+        }
         let mut passed = Vec::with_capacity(builtin.params.len());
         let mut errors = Errors::default();
         for (i, param) in builtin.params.iter().enumerate() {
             let tokens = match args.get(i) {
                 None => param.default.unwrap_or_default().parse().expect("invariant: defaults are Rust tokens"),
-                Some(Arg::Rust(tokens, _)) => tokens.clone(),
+                Some(Arg::Rust(tokens, span)) => match errors.keep(self.capturable(tokens, *span)) {
+                    Some(()) => tokens.clone(),
+                    None => continue,
+                },
                 Some(Arg::Expr(e)) => match errors.keep(self.argument(builtin, param.name, param.kind, e)) {
                     Some(tokens) => tokens,
                     None => continue,
@@ -290,6 +302,38 @@ impl Expander {
         let tape = &self.tape;
         let f = Ident::new(builtin.func, span);
         Ok(Value::Var(quote_spanned!(span=> ::grad_runtime::#f(#tape, #(#passed),*))))
+    }
+
+    /// `checkpoint(body)`: `body`'s statements and value become a `move`
+    /// closure of the tape (the same name, shadowed), which captures the
+    /// handles, numbers and sizes it reads; it runs again in backward.
+    fn checkpoint(&mut self, builtin: &Builtin, span: Span, body: &Expr) -> Result<Value> {
+        let outer = std::mem::take(&mut self.stmts);
+        let enclosing = self.checkpoint.replace(span);
+        let value = self.argument(builtin, "x", Kind::Var, body);
+        self.checkpoint = enclosing;
+        let inner = std::mem::replace(&mut self.stmts, outer);
+        let value = value?;
+        let (tape, f) = (&self.tape, Ident::new(builtin.func, span));
+        Ok(Value::Var(quote_spanned!(span=>
+            ::grad_runtime::#f(#tape, move |#tape: &mut ::grad_runtime::Tape<_>| { #(#inner)* #value })
+        )))
+    }
+
+    /// Rust tokens passed to a call: inside `checkpoint(..)` a borrow
+    /// (`&targets`, `&mut rng`) cannot be kept by the closure that runs
+    /// again in backward.
+    fn capturable(&self, tokens: &TokenStream, span: crate::error::SpanRange) -> Result<()> {
+        let borrow = matches!(tokens.clone().into_iter().next(), Some(TokenTree::Punct(p)) if p.as_char() == '&');
+        match self.checkpoint {
+            Some(_) if borrow => Err(Error::new(
+                span,
+                "`checkpoint(..)` runs its expression again in backward, so it cannot keep a borrow of Rust data \
+                 (`&...`): compute this call outside the checkpoint, or call `tape.checkpoint` with a closure \
+                 that owns the data",
+            )),
+            _ => Ok(()),
+        }
     }
 
     fn argument(&mut self, builtin: &Builtin, param: &str, kind: Kind, e: &Expr) -> Result<TokenStream> {

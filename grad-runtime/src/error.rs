@@ -177,6 +177,10 @@ pub enum ErrorKind {
     /// [`Tape::inference`](crate::Tape::inference), which keeps no state
     /// for backward rules.
     InInference,
+    /// [`Tape::grad`](crate::Tape::grad) of an intermediate value on a tape
+    /// whose backward does not keep those
+    /// ([`set_keep_intermediate_grads`](crate::Tape::set_keep_intermediate_grads)).
+    GradNotKept,
     /// A [`Tape::checkpoint`](crate::Tape::checkpoint) segment returned a
     /// handle it did not compute (another tape's, a stale one), or, when
     /// recomputed in backward, a value of another shape than its first
@@ -430,6 +434,11 @@ impl fmt::Display for ErrorKind {
                 f,
                 "called inside tape.inference, which records no state for backward rules: compute the loss \
                  outside the inference scope to differentiate it"
+            ),
+            ErrorKind::GradNotKept => write!(
+                f,
+                "the gradient of an intermediate value is not kept on this tape (set_keep_intermediate_grads(false) \
+                 hands each back to the pool once backward has used it): read parameters' gradients, or keep them"
             ),
             ErrorKind::Segment { reason } => write!(f, "the checkpointed segment {reason}"),
             ErrorKind::NoGraphBackward { op } => write!(

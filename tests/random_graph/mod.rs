@@ -75,6 +75,8 @@ pub enum Step {
     /// `group_norm(x, groups, gamma, beta)`.
     GroupNorm(usize, usize, usize, usize),
     Detach(usize),
+    /// `checkpoint(tanh(a) * b)`: a segment recomputed in backward.
+    Checkpoint(usize, usize),
     /// A custom op of `tests/common/custom_ops.rs` on its operands:
     /// `stable_softplus(x)` or `mul_add(x, y, z)`.
     Custom(&'static str, Vec<usize>),
@@ -343,7 +345,12 @@ impl Graph {
             }
             27 => self.norm(a, r2),
             28 => {
-                self.push(Step::Detach(a), sa);
+                if r2.is_multiple_of(2) {
+                    self.push(Step::Detach(a), sa);
+                } else {
+                    let b = self.same_shape(a, r3);
+                    self.push(Step::Checkpoint(a, b), sa);
+                }
             }
             29 => {
                 if r2.is_multiple_of(2) {
@@ -617,6 +624,13 @@ impl Graph {
             }
             Step::GroupNorm(x, groups, gamma, beta) => g_group_norm(tape, v(*x), *groups, v(*gamma), v(*beta), s(1e-5)),
             Step::Detach(a) => g_detach(tape, v(*a)),
+            Step::Checkpoint(a, b) => {
+                let (a, b) = (v(*a), v(*b));
+                g_checkpoint(tape, move |t| {
+                    let h = g_tanh(t, a);
+                    g_mul(t, h, b)
+                })
+            }
             Step::Custom(name, operands) => match *name {
                 "stable_softplus" => crate::common::custom_ops::stable_softplus(tape, v(operands[0])),
                 _ => crate::common::custom_ops::mul_add(tape, v(operands[0]), v(operands[1]), v(operands[2])),
@@ -663,7 +677,7 @@ pub fn operands(step: &Step) -> Vec<usize> {
         Step::LayerNorm(a, b, c) | Step::BatchNorm(a, b, c, _) | Step::GroupNorm(a, _, b, c) => vec![a, b, c],
         Step::Custom(_, ref operands) => operands.clone(),
         Step::Attention(a, b, c, _) => vec![a, b, c],
-        Step::GradOf(a, b) => vec![a, b],
+        Step::GradOf(a, b) | Step::Checkpoint(a, b) => vec![a, b],
         Step::Unary(_, a)
         | Step::Adds(a, _)
         | Step::Muls(a, _)
@@ -735,6 +749,7 @@ pub fn op_name(step: &Step) -> Option<String> {
         Step::BatchNorm(..) => "g_batch_norm",
         Step::GroupNorm(..) => "g_group_norm",
         Step::Detach(_) => "g_detach",
+        Step::Checkpoint(..) => "g_checkpoint",
         Step::Custom(..) => "g_custom",
         Step::GradOf(..) => "g_grad",
     };

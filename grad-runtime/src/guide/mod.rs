@@ -16,6 +16,7 @@
 //! | [`models`] | models as structs, `#[derive(Params)]`, `nn` layers, a custom layer, saving and loading |
 //! | [`higher_order`] | gradients of gradients: Hessian-vector products, gradient penalties, physics-informed losses |
 //! | [`extending`] | custom ops with their own backward, stop-gradient, the gradient check, buffers, batch and group norm |
+//! | [`memory`] | what a step holds, checkpointing a block, inference mode, measured against PyTorch |
 //! | [`optimizers`] | `Sgd`, `Adam`, `AdamW`, per-parameter decay, clipping, schedules, resuming |
 //! | [`data_parallel`] | training over MPI (the `mpi` feature) |
 //! | [`export`] | a trained model as an ONNX file for onnxruntime and other runtimes (the `onnx` feature) |
@@ -49,6 +50,9 @@ pub mod higher_order {}
 
 #[doc = include_str!("extending.md")]
 pub mod extending {}
+
+#[doc = include_str!("memory.md")]
+pub mod memory {}
 
 #[doc = include_str!("optimizers.md")]
 pub mod optimizers {}

@@ -37,6 +37,7 @@ pub(crate) mod attention;
 pub(crate) mod axis;
 pub(crate) mod backward_graph;
 pub(crate) mod batch_norm;
+pub(crate) mod checkpoint;
 pub(crate) mod conv;
 pub(crate) mod cross_entropy;
 pub(crate) mod cumsum;
@@ -103,6 +104,7 @@ export_ops! {
     custom::{g_custom},
     detach::{g_detach},
     grad::{g_grad},
+    checkpoint::{g_checkpoint},
 }
 
 pub use axis::AxisArg;

@@ -135,6 +135,7 @@ impl<T: Float> Tape<T> {
                 };
                 self.nodes[id].op = op;
                 walked?;
+                self.used_gradient(id);
                 continue;
             }
             // A node's inputs come before it on the tape, so its rule gets
@@ -154,8 +155,18 @@ impl<T: Float> Tape<T> {
                 self.record(error.clone());
                 return Err(error);
             }
+            self.used_gradient(id);
         }
         Ok(())
+    }
+
+    /// After node `id`'s rule ran: its gradient is no longer needed by
+    /// backward, so it goes back to the pool unless the tape keeps the
+    /// gradients of intermediate nodes (parameters' always stay).
+    fn used_gradient(&mut self, id: NodeId) {
+        if !self.keep_intermediate_grads && !self.is_leaf(id) {
+            self.grads[id].release(&mut self.pool);
+        }
     }
 
     /// Clears every gradient except the parameters' (which accumulate).

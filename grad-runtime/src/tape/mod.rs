@@ -114,6 +114,9 @@ pub struct Tape<T: Float = f32> {
     detect_anomaly: bool,
     /// Inside [`inference`](Tape::inference): no node carries a gradient.
     inference: bool,
+    /// Whether backward keeps the gradients of intermediate nodes (see
+    /// [`set_keep_intermediate_grads`](Tape::set_keep_intermediate_grads)).
+    keep_intermediate_grads: bool,
     /// `grad_graph`'s working vectors, kept for the next call.
     graph_scratch: grad_graph::GraphScratch,
     /// The fused regions of `grad!` blocks recorded as their unfused ops
@@ -153,6 +156,7 @@ impl<T: Float> Tape<T> {
             misuse: OnceLock::new(),
             detect_anomaly: false,
             inference: false,
+            keep_intermediate_grads: true,
             graph_scratch: grad_graph::GraphScratch::default(),
             unfused: Vec::new(),
         }

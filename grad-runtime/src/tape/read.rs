@@ -67,7 +67,7 @@ impl<T: Float> Tape<T> {
     /// ```
     #[track_caller]
     pub fn grad(&mut self, v: Var) -> ArrayViewD<'_, T> {
-        match self.check_or_misuse("Tape::grad", v, Location::caller()) {
+        match self.check_grad_or_misuse("Tape::grad", v, Location::caller()) {
             Some(id) => self.grad_view(id),
             None => empty_view(),
         }
@@ -94,7 +94,7 @@ impl<T: Float> Tape<T> {
     #[track_caller]
     pub fn grads<const N: usize>(&mut self, vars: [Var; N]) -> [ArrayViewD<'_, T>; N] {
         let location = Location::caller();
-        let ids = vars.map(|v| self.check_or_misuse("Tape::grads", v, location));
+        let ids = vars.map(|v| self.check_grad_or_misuse("Tape::grads", v, location));
         // The zeros of the largest untouched node serve every untouched one.
         let untouched = ids.iter().flatten().filter(|&&id| self.grad_of(id).is_none());
         let needed = untouched.map(|&id| self.nodes[id].value.len()).max().unwrap_or(0);
@@ -108,7 +108,9 @@ impl<T: Float> Tape<T> {
     /// The gradient of `v`, or why the handle names no node (the tape is not poisoned).
     #[track_caller]
     pub fn try_grad(&mut self, v: Var) -> Result<ArrayViewD<'_, T>, GradError> {
-        let id = self.check_or_error("Tape::grad", v, Location::caller())?;
+        let location = Location::caller();
+        let id = self.check_or_error("Tape::grad", v, location)?;
+        self.grad_is_kept("Tape::grad", id, location)?;
         Ok(self.grad_view(id))
     }
 
@@ -151,6 +153,28 @@ impl<T: Float> Tape<T> {
     /// The node `v` names, or `None` after noting the misuse.
     fn check_or_misuse(&self, op: &'static str, v: Var, location: &'static Location<'static>) -> Option<NodeId> {
         self.check_or_error(op, v, location).map_err(|error| self.note_misuse(error)).ok()
+    }
+
+    /// `check_or_misuse` for a gradient read: also refuses an
+    /// intermediate's gradient that backward did not keep.
+    fn check_grad_or_misuse(&self, op: &'static str, v: Var, location: &'static Location<'static>) -> Option<NodeId> {
+        let id = self.check_or_misuse(op, v, location)?;
+        self.grad_is_kept(op, id, location).map_err(|error| self.note_misuse(error)).ok()?;
+        Some(id)
+    }
+
+    /// `Err` for the gradient of an intermediate node (one that carries a
+    /// gradient and is no leaf) when backward does not keep those.
+    fn grad_is_kept(
+        &self,
+        op: &'static str,
+        id: NodeId,
+        location: &'static Location<'static>,
+    ) -> Result<(), GradError> {
+        if self.keep_intermediate_grads || self.is_leaf(id) || !self.requires_grad(id) {
+            return Ok(());
+        }
+        Err(GradError::new(op, ErrorKind::GradNotKept, vec![self.shape(id).to_vec()], location))
     }
 
     /// Poisons the tape through `&self`: the first misuse is kept in a
