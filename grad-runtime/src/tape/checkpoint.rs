@@ -273,8 +273,12 @@ impl<T: Float> Tape<T> {
                 let g = self.grads[id].take_live();
                 self.grads[y].set(g, &mut self.pool);
                 let walked = self.walk(y, start);
-                let g = self.grads[y].take_live();
-                self.grads[id].set(g, &mut self.pool);
+                // Back, unless the walk handed it to the pool (a tape that
+                // keeps no intermediate gradients).
+                if self.grads[y].get().is_some() {
+                    let g = self.grads[y].take_live();
+                    self.grads[id].set(g, &mut self.pool);
+                }
                 walked
             }
             None => Err(self.error().cloned().expect("invariant: a failed replay records its error")),
