@@ -30,14 +30,17 @@ fn unfused(tp: &mut Tape<f64>, [q, k, v]: [Var; 3], causal: bool) -> Var {
 
 /// (queries, keys, values) shapes: heads in leading dims, keys longer than
 /// queries, values of another width, one query, no leading dim, features
-/// of width 0 (every key weighs the same).
-const SHAPES: [[&[usize]; 3]; 6] = [
+/// of width 0 (every key weighs the same), and a context long beside the
+/// widths (more probabilities than inputs: backward recomputes them from
+/// each query's statistics; the others keep them).
+const SHAPES: [[&[usize]; 3]; 7] = [
     [&[2, 2, 5, 4], &[2, 2, 5, 4], &[2, 2, 5, 4]],
     [&[2, 3, 4], &[2, 6, 4], &[2, 6, 3]],
     [&[1, 3, 8], &[1, 5, 8], &[1, 5, 2]],
     [&[3, 1, 4], &[3, 2, 4], &[3, 2, 4]],
     [&[4, 3], &[4, 3], &[4, 5]],
     [&[2, 3, 0], &[2, 4, 0], &[2, 4, 2]],
+    [&[2, 9, 2], &[2, 11, 2], &[2, 11, 1]],
 ];
 
 #[test]
@@ -86,6 +89,36 @@ fn attention_equals_its_five_ops_in_value_and_gradient() {
             }
         }
     }
+}
+
+#[test]
+fn recomputed_probabilities_give_the_gradients_of_kept_ones() {
+    // The same 12 queries over 12 keys, once with features wide enough for
+    // the weights to be kept (d = 8: 144 weights, 288 inputs) and once
+    // padded the other way (d = 2, with 6 zero features in the values'
+    // place: 144 weights, 72 inputs, recomputed). Zero features add exact
+    // zeros to every score, so the two runs compute the same function
+    // (to rounding: the narrow queries are scaled to the wide scale).
+    let mut rng = Rng::new(126);
+    let (q, k, v) = (rng.normal_array(&[1, 12, 2]), rng.normal_array(&[1, 12, 2]), rng.normal_array(&[1, 12, 2]));
+    let padded = |x: &ArrayD<f64>| {
+        let mut wide = ArrayD::zeros(IxDyn(&[1, 12, 8]));
+        wide.slice_mut(ndarray::s![.., .., ..2]).assign(x);
+        wide
+    };
+    let run = |inputs: [ArrayD<f64>; 3]| {
+        let mut tp = Tape::<f64>::new();
+        let vars = inputs.map(|x| tp.param(x));
+        let y = g_attention(&mut tp, vars[0], vars[1], vars[2], true);
+        let loss = g_sum(&mut tp, y);
+        tp.backward(loss).unwrap();
+        vars.map(|x| tp.grad(x).slice(ndarray::s![.., .., ..2]).to_owned().into_dyn())
+    };
+    // The scale is 1/√d: scale the narrow queries to match the wide ones'.
+    let narrow = run([&q * 0.5, k.clone(), v.clone()]); // √2 / √8
+    let wide = run([padded(&q), padded(&k), padded(&v)]);
+    assert_close("keys' gradient", &narrow[1], &wide[1], 1e-12, 1e-13);
+    assert_close("values' gradient", &narrow[2], &wide[2], 1e-12, 1e-13);
 }
 
 #[test]

@@ -3,10 +3,15 @@
 //! instead of a product, a scale, a mask, a softmax and a second product,
 //! each a pass over the `[.., T, T]` scores with its own node.
 //!
-//! The probabilities `[.., Tq, Tk]` are kept for the backward rule (at the
-//! context lengths of CPU models a recomputation costs more than the
-//! memory). Each (batch, head) is independent, so they are shared out to
-//! threads whole and the result does not depend on the thread count.
+//! What the backward rule gets: the probabilities `[.., Tq, Tk]` when they
+//! are no larger than the inputs `q`, `k`, `v` together (short contexts,
+//! where recomputing them would cost more than keeping them), else each
+//! query's softmax statistics (its largest score and the sum of its
+//! exponentials), from which backward recomputes the probabilities with
+//! the forward's own arithmetic, bit for bit (FlashAttention's trade:
+//! memory linear in the context instead of quadratic). Each (batch, head)
+//! is independent, so they are shared out to threads whole and the result
+//! does not depend on the thread count.
 
 use std::panic::Location;
 
@@ -67,45 +72,58 @@ pub fn g_attention<T: Float>(tp: &mut Tape<T>, q: Var, k: Var, v: Var, causal: b
         (dims[n - 2], dims[n - 1]) = (rows, cols);
         shape
     };
-    let (out_shape, probs_shape) = (with_last_two(tp, dims.tq, dims.dv), with_last_two(tp, dims.tq, dims.tk));
-    let Some(mut probs) = tp.output(NAME, probs_shape, &ids, location) else {
+    let Some(mut out) = tp.output(NAME, with_last_two(tp, dims.tq, dims.dv), &ids, location) else {
         return tp.poisoned_var();
     };
-    let Some(mut out) = tp.output(NAME, out_shape, &ids, location) else {
+    // The probabilities (or one row of them a head) and the statistics,
+    // through the size checks of every output (a row of `tk` keys of no
+    // width holds no memory, but `heads · tk` probabilities do).
+    let (probs_len, stats_len) = (dims.weights_len().max(1), dims.stats_len().max(1));
+    let (out_len, keys_len) = (dims.tq * dims.dv, (dims.d * dims.tk).max(1));
+    let Some(probs) = tp.output(NAME, IxDyn(&[dims.heads, probs_len]), &ids, location) else {
+        tp.recycle(out.data);
+        return tp.poisoned_var();
+    };
+    let Some(stats) = tp.output(NAME, IxDyn(&[dims.heads, stats_len]), &ids, location) else {
+        tp.recycle(out.data);
         tp.recycle(probs.data);
         return tp.poisoned_var();
     };
-    let (probs_len, out_len, keys_len) = (dims.tq * dims.tk, dims.tq * dims.dv, (dims.d * dims.tk).max(1));
+    let (mut probs, mut stats) = (probs.data, stats.data);
     let mut keys_t = tp.scratch(dims.heads * keys_len);
     let [q, k, v] = ids.map(|id| &tp.value_of(id).data[..]);
-    let heads = |i: usize, keys_t: &mut [T], probs: &mut [T], out: &mut [T]| {
+    let heads = |i: usize, keys_t: &mut [T], (probs, stats): (&mut [T], &mut [T]), out: &mut [T]| {
         let (q, k, v) =
             (dims.head(q, i, dims.tq * dims.d), dims.head(k, i, dims.tk * dims.d), dims.head(v, i, dims.tk * dims.dv));
-        attend([q, k, v], dims, causal, keys_t, probs, out);
+        attend([q, k, v], dims, causal, keys_t, [probs, stats], out);
     };
-    if probs_len == 0 || out_len == 0 {
+    if dims.tq * dims.tk == 0 || out_len == 0 {
         // No query, or values of no width: nothing to weigh (the gradients are zeros too).
-        probs.data.fill(T::zero());
+        probs.fill(T::zero());
+        stats.fill(T::zero());
         out.data.fill(T::zero());
-    } else if parallel::worth_it(dims.heads * probs_len * dims.d.max(1)) {
-        let chunks = keys_t.par_chunks_mut(keys_len).zip(probs.data.par_chunks_mut(probs_len));
+    } else if parallel::worth_it(dims.heads * dims.tq * dims.tk * dims.d.max(1)) {
+        let chunks = keys_t.par_chunks_mut(keys_len);
+        let chunks = chunks.zip(probs.par_chunks_mut(probs_len).zip(stats.par_chunks_mut(stats_len)));
         let chunks = chunks.zip(out.data.par_chunks_mut(out_len)).enumerate();
-        parallel::run(true, || chunks.for_each(|(i, ((kt, p), o))| heads(i, kt, p, o)));
+        parallel::run(true, || chunks.for_each(|(i, ((kt, saved), o))| heads(i, kt, saved, o)));
     } else {
-        let chunks =
-            keys_t.chunks_mut(keys_len).zip(probs.data.chunks_mut(probs_len)).zip(out.data.chunks_mut(out_len));
-        chunks.enumerate().for_each(|(i, ((kt, p), o))| heads(i, kt, p, o));
+        let chunks = keys_t.chunks_mut(keys_len).zip(probs.chunks_mut(probs_len).zip(stats.chunks_mut(stats_len)));
+        let chunks = chunks.zip(out.data.chunks_mut(out_len));
+        chunks.enumerate().for_each(|(i, ((kt, saved), o))| heads(i, kt, saved, o));
     }
     tp.recycle(keys_t);
     let [q, k, v] = ids;
-    // Under inference nothing is kept for backward: the weights go back at once.
-    let probs = if tp.is_inference() {
-        tp.recycle(probs.data);
+    // What backward reads; under inference nothing is kept, both go back at once.
+    let (saved, spare) = if dims.keeps_weights() { (probs, stats) } else { (stats, probs) };
+    tp.recycle(spare);
+    let saved = if tp.is_inference() {
+        tp.recycle(saved);
         Vec::new()
     } else {
-        probs.data
+        saved
     };
-    tp.push(Op::Attention { q, k, v, causal, probs }, out)
+    tp.push(Op::Attention { q, k, v, causal, saved }, out)
 }
 
 /// The sizes of one attention: `heads` (batch · heads, the product of the
@@ -158,6 +176,26 @@ impl Dims {
     #[inline(always)]
     fn visible(&self, i: usize, causal: bool) -> usize {
         if causal { (i + 1).min(self.tk) } else { self.tk }
+    }
+
+    /// Whether the op keeps the probabilities for backward (else their
+    /// statistics, two per query): when they are no larger than the inputs.
+    fn keeps_weights(&self) -> bool {
+        let weights = self.tq.saturating_mul(self.tk);
+        let inputs = (self.tq * self.d).saturating_add(self.tk * self.d).saturating_add(self.tk * self.dv);
+        weights <= inputs
+    }
+
+    /// The probabilities one head writes: all its rows when they are kept,
+    /// else one row, reused.
+    fn weights_len(&self) -> usize {
+        if self.keeps_weights() { self.tq * self.tk } else { self.tk }
+    }
+
+    /// The statistics one head keeps: none with the probabilities, else
+    /// two per query.
+    fn stats_len(&self) -> usize {
+        if self.keeps_weights() { 0 } else { 2 * self.tq }
     }
 
     fn scale<T: Float>(&self) -> T {
@@ -234,42 +272,67 @@ fn transpose_into<T: Float>(x: &[T], rows: usize, cols: usize, out: &mut [T]) {
     }
 }
 
+/// Query `i`'s scaled scores over the first `visible` keys into `row`
+/// (`row[..visible]`; what lies past it is scratch): `d` passes along the
+/// transposed keys, for whole vectors of keys (the extra ones are then
+/// dropped), so there is no scalar tail. The forward and the recompute of
+/// backward both call it, so their probabilities agree to the bit.
+#[inline(always)]
+fn scores<T: Float>(query: &[T], keys_t: &[T], tk: usize, visible: usize, scale: T, row: &mut [T]) {
+    let scored = (visible.div_ceil(16) * 16).min(tk);
+    let row = &mut row[..scored];
+    row.fill(T::zero());
+    for (&qd, keys) in query.iter().zip(keys_t.chunks_exact(tk)) {
+        axpy(row, qd, &keys[..scored]);
+    }
+    for p in &mut row[..visible] {
+        *p *= scale;
+    }
+}
+
+/// `exp(s - max) / total` in place: scores to probabilities.
+#[inline(always)]
+fn normalise<T: Float>(seen: &mut [T], max: T, total: T) {
+    for p in seen.iter_mut() {
+        *p = (*p - max).tape_exp();
+    }
+    for p in seen.iter_mut() {
+        *p /= total;
+    }
+}
+
 simd::multiversion! {
     /// One head forward: each query's probabilities over the keys it sees
-    /// (the rest 0) into `probs`, its weighted sum of values into `out`.
-    /// `keys_t` is scratch of `d × tk`: the keys transposed, so that a
-    /// query's scores are `d` passes along the keys, with no horizontal sum.
+    /// (the rest 0), its weighted sum of values into `out`. `saved` is
+    /// `[probs, stats]`: with every row of probabilities kept (`probs` of
+    /// `tq × tk`, `stats` unused), or one row of them reused and each
+    /// query's largest score and sum of exponentials written to `stats`.
+    /// `keys_t` is scratch of `d × tk`: the keys transposed.
     fn attend[T: Float][T](
         inputs: [&[T]; 3],
         dims: Dims,
         causal: bool,
         keys_t: &mut [T],
-        probs: &mut [T],
+        saved: [&mut [T]; 2],
         out: &mut [T],
     ) {
         let [q, k, v] = inputs;
+        let [probs, stats] = saved;
         let Dims { tk, d, dv, .. } = dims;
-        let scale = dims.scale::<T>();
+        let (scale, keep) = (dims.scale::<T>(), dims.keeps_weights());
         transpose_into(k, tk, d, keys_t);
-        for (i, (p, o)) in probs.chunks_exact_mut(tk).zip(out.chunks_exact_mut(dv)).enumerate() {
+        for (i, o) in out.chunks_exact_mut(dv).enumerate() {
             let visible = dims.visible(i, causal);
-            // Scores for whole vectors of keys (the extra ones are then
-            // dropped): no scalar tail in the `d` passes.
-            let scored = (visible.div_ceil(16) * 16).min(tk);
-            let row = &mut p[..scored];
-            row.fill(T::zero());
-            for (&qd, keys) in q[i * d..(i + 1) * d].iter().zip(keys_t.chunks_exact(tk)) {
-                axpy(row, qd, &keys[..scored]);
-            }
+            let p = if keep { &mut probs[i * tk..(i + 1) * tk] } else { &mut probs[..tk] };
+            scores(&q[i * d..(i + 1) * d], keys_t, tk, visible, scale, p);
             let (seen, unseen) = p.split_at_mut(visible);
+            // A select, not `max()`: the same result here (scores are
+            // compared, NaNs propagate through exp either way) and it
+            // vectorises.
             let mut max = [T::neg_infinity(); 16];
-            for (n, p) in seen.iter_mut().enumerate() {
-                *p *= scale;
-                // A select, not `max()`: the same result here (scores are
-                // compared, NaNs propagate through exp either way) and it
-                // vectorises.
+            for (n, &p) in seen.iter().enumerate() {
                 let m = &mut max[n % 16];
-                *m = if *p > *m { *p } else { *m };
+                *m = if p > *m { p } else { *m };
             }
             let max = max.iter().fold(T::neg_infinity(), |a, &b| if b > a { b } else { a });
             for p in seen.iter_mut() {
@@ -280,6 +343,9 @@ simd::multiversion! {
                 *p /= total;
             }
             unseen.fill(T::zero());
+            if !keep {
+                (stats[2 * i], stats[2 * i + 1]) = (max, total);
+            }
             o.fill(T::zero());
             for (j, &p) in seen.iter().enumerate() {
                 axpy(o, p, &v[j * dv..(j + 1) * dv]);
@@ -289,9 +355,12 @@ simd::multiversion! {
 }
 
 simd::multiversion! {
-    /// One head backward: `g` is the output's gradient, `values_t` scratch
-    /// of `dv × tk + tk` (the values transposed, then a row); `dq`, `dk`,
-    /// `dv` (zeros on entry) get the head's gradients.
+    /// One head backward: `g` is the output's gradient, `saved` what the
+    /// forward kept (the probabilities, or each query's statistics);
+    /// `scratch` holds the values transposed (`dv × tk`), a row (`tk`),
+    /// and, when the probabilities are recomputed, the keys transposed
+    /// (`d × tk`) and a row of probabilities (`tk`). `dq`, `dk`, `dv`
+    /// (zeros on entry) get the head's gradients.
     fn attend_backward[T: Float][T](
         inputs: [&[T]; 5],
         dims: Dims,
@@ -299,14 +368,28 @@ simd::multiversion! {
         scratch: &mut [T],
         grads: [&mut [T]; 3],
     ) {
-        let ([q, k, v, probs, g], [dq, dk, dv]) = (inputs, grads);
+        let ([q, k, v, saved, g], [dq, dk, dv]) = (inputs, grads);
         let Dims { tk, d, dv: width, .. } = dims;
-        let scale = dims.scale::<T>();
-        let (values_t, row) = scratch.split_at_mut(width * tk);
+        let (scale, keep) = (dims.scale::<T>(), dims.keeps_weights());
+        let (values_t, rest) = scratch.split_at_mut(width * tk);
+        let (row, rest) = rest.split_at_mut(tk);
+        let (keys_t, weights) = rest.split_at_mut(if keep { 0 } else { d * tk });
         transpose_into(v, tk, width, values_t);
+        if !keep {
+            transpose_into(k, tk, d, keys_t);
+        }
         for i in 0..dims.tq {
             let visible = dims.visible(i, causal);
-            let (p, gi) = (&probs[i * tk..i * tk + visible], &g[i * width..(i + 1) * width]);
+            let query = &q[i * d..(i + 1) * d];
+            let p: &[T] = if keep {
+                &saved[i * tk..i * tk + visible]
+            } else {
+                // The forward's probabilities again, from its statistics.
+                scores(query, keys_t, tk, visible, scale, weights);
+                normalise(&mut weights[..visible], saved[2 * i], saved[2 * i + 1]);
+                &weights[..visible]
+            };
+            let gi = &g[i * width..(i + 1) * width];
             // row = g_i · vᵀ over the visible keys, then dS in place.
             let row = &mut row[..visible];
             row.fill(T::zero());
@@ -317,7 +400,6 @@ simd::multiversion! {
             for (r, &p) in row.iter_mut().zip(p) {
                 *r = p * (*r - weighted) * scale;
             }
-            let query = &q[i * d..(i + 1) * d];
             for (j, (&ds, &p)) in row.iter().zip(p).enumerate() {
                 axpy(&mut dq[i * d..(i + 1) * d], ds, &k[j * d..(j + 1) * d]);
                 axpy(&mut dk[j * d..(j + 1) * d], ds, query);
@@ -332,7 +414,7 @@ pub(crate) fn attention_backward<T: Float>(
     g: &TensorRef<'_, T>,
     [q, k, v]: [NodeId; 3],
     causal: bool,
-    probs: &[T],
+    saved: &[T],
 ) {
     if ![q, k, v].iter().any(|&id| sink.wants(id)) {
         return;
@@ -346,8 +428,11 @@ pub(crate) fn attention_backward<T: Float>(
         buffer.fill(T::zero());
         buffer
     });
-    // Per head: the values transposed, then a row of scores.
-    let scratch_len = (dims.dv + 1) * dims.tk.max(1);
+    // Per head: the values transposed, a row of scores, and to recompute
+    // the probabilities the keys transposed and a row of them.
+    let saved_len = if dims.keeps_weights() { dims.weights_len() } else { dims.stats_len() }.max(1);
+    let recompute = if dims.keeps_weights() { 0 } else { (dims.d + 1) * dims.tk };
+    let scratch_len = ((dims.dv + 1) * dims.tk + recompute).max(1);
     let mut rows = sink.scratch(dims.heads * scratch_len);
     let values = [q, k, v].map(|id| &sink.value(id).data[..]);
     let head = |i: usize, row: &mut [T], [dq, dk, dv]: [&mut [T]; 3]| {
@@ -355,7 +440,7 @@ pub(crate) fn attention_backward<T: Float>(
             dims.head(values[0], i, lens[0]),
             dims.head(values[1], i, lens[1]),
             dims.head(values[2], i, lens[2]),
-            dims.head(probs, i, dims.tq * dims.tk),
+            dims.head(saved, i, saved_len),
             dims.head(g.data, i, dims.tq * dims.dv),
         ];
         attend_backward(inputs, dims, causal, row, [dq, dk, dv]);

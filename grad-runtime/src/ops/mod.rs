@@ -227,13 +227,15 @@ pub(crate) enum Op<T: Float> {
         x: NodeId,
         spec: pool::PoolSpec,
     },
-    /// `g_attention`: `probs` are the softmax weights `[.., Tq, Tk]`.
+    /// `g_attention`: `saved` are the softmax weights `[.., Tq, Tk]`, or
+    /// each query's softmax statistics when the weights would outweigh the
+    /// inputs (`attention.rs`).
     Attention {
         q: NodeId,
         k: NodeId,
         v: NodeId,
         causal: bool,
-        probs: Vec<T>,
+        saved: Vec<T>,
     },
     /// A fused region of a `grad!` block: any number of inputs.
     Fused(fused::Fused<T>),
@@ -429,8 +431,8 @@ impl<T: Float> Op<T> {
             Op::MaxAxis { x, axis } => reduce::max_axis_backward(sink, g, x, axis),
             Op::MinAxis { x, axis } => reduce::min_axis_backward(sink, g, x, axis),
             Op::MatMul(a, b) | Op::Bmm(a, b) => matmul::matmul_backward(sink, g, a, b),
-            Op::Attention { q, k, v, causal, ref probs } => {
-                attention::attention_backward(sink, g, [q, k, v], causal, probs)
+            Op::Attention { q, k, v, causal, ref saved } => {
+                attention::attention_backward(sink, g, [q, k, v], causal, saved)
             }
             Op::Transpose(x) => layout::transpose_backward(sink, g, x),
             Op::Permute { x, ref order, ndim } => permute::permute_backward(sink, g, x, order, ndim),
@@ -481,7 +483,7 @@ impl<T: Float> Op<T> {
                 let (inputs, scalars) = node.into_buffers();
                 (inputs, Some(scalars))
             }
-            Op::BatchNorm { stats, .. } | Op::GroupNorm { stats, .. } | Op::Attention { probs: stats, .. } => {
+            Op::BatchNorm { stats, .. } | Op::GroupNorm { stats, .. } | Op::Attention { saved: stats, .. } => {
                 (None, Some(stats))
             }
             Op::Param
@@ -534,7 +536,7 @@ impl<T: Float> Op<T> {
             | Op::ScatterAdd { indices: ids, .. } => indices(ids),
             Op::Checkpoint(segment) => indices(&segment.inputs),
             Op::Fused(node) => node.saved_bytes(),
-            Op::BatchNorm { stats, .. } | Op::GroupNorm { stats, .. } | Op::Attention { probs: stats, .. } => {
+            Op::BatchNorm { stats, .. } | Op::GroupNorm { stats, .. } | Op::Attention { saved: stats, .. } => {
                 stats.capacity() * size_of::<T>()
             }
             _ => 0,
