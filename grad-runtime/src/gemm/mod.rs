@@ -17,13 +17,14 @@
 //! `k` in the same order whichever thread computes it, and whatever the
 //! vector width (an FMA rounds once at every width).
 //!
-//! The packing and the micro-kernel are behind the trait [`Micro`], so that
-//! the same blocking can serve products computed another way.
+//! **bf16 products** (`bf16.rs`): the same blocking with other packing and
+//! another micro-kernel, behind the trait [`Micro`] both implement.
 //!
 //! **No allocation.** The packed panels live in a buffer the caller passes
 //! (`scratch_len` elements, from the tape's pool), so a training step that
 //! repeats its products allocates nothing.
 
+pub(crate) mod bf16;
 mod kernel;
 mod pack;
 
@@ -116,6 +117,39 @@ pub(crate) fn scratch_len<T>(m: usize, k: usize, n: usize) -> usize {
 /// panels hold `depth` elements per row for a block of `k`.
 fn packed_len(mr: usize, nr: usize, depth: usize, m: usize, n: usize) -> usize {
     m.div_ceil(mr) * mr * depth + n.min(NC).div_ceil(nr) * nr * depth
+}
+
+/// How the products of a node are computed: see [`Precision`](crate::Precision).
+pub(crate) use crate::tape::Precision;
+
+/// [`scratch_len`] for a product in `precision` (bf16 applies to `f32` only).
+pub(crate) fn scratch_len_in<T: Float>(precision: Precision, m: usize, k: usize, n: usize) -> usize {
+    match precision {
+        Precision::Bf16 if T::is_f32() => bf16::scratch_len(m, k, n),
+        _ => scratch_len::<T>(m, k, n),
+    }
+}
+
+/// [`gemm`] in `precision`: with [`Precision::Bf16`] on `f32` operands, the
+/// bf16 product of `bf16.rs`; otherwise (and always for `f64`) [`gemm`].
+/// `scratch` holds at least [`scratch_len_in`] elements.
+pub(crate) fn gemm_in<T: Float>(
+    precision: Precision,
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    c: &mut [T],
+    accumulate: bool,
+    scratch: &mut [T],
+) {
+    if precision == Precision::Bf16
+        && let (Some(a32), Some(b32)) = (T::f32_slice(a.data), T::f32_slice(b.data))
+        && let (Some(c32), Some(scratch32)) = (T::f32_slice_mut(c), T::f32_slice_mut(scratch))
+    {
+        let a32 = MatRef { data: a32, rows: a.rows, cols: a.cols, row_stride: a.row_stride, col_stride: a.col_stride };
+        let b32 = MatRef { data: b32, rows: b.rows, cols: b.cols, row_stride: b.row_stride, col_stride: b.col_stride };
+        return bf16::gemm(a32, b32, c32, accumulate, scratch32);
+    }
+    gemm(a, b, c, accumulate, scratch)
 }
 
 /// A micro-kernel and the packing it reads: the part of a blocked product

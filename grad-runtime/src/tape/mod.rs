@@ -10,6 +10,7 @@ mod append;
 mod backward;
 mod grad_graph;
 mod grad_slot;
+mod precision;
 mod read;
 mod write;
 
@@ -29,6 +30,7 @@ use crate::tensor::{Tensor, TensorInput, tensor_from_input};
 use crate::{Float, Mark, Var};
 
 pub(crate) use grad_slot::GradSlot;
+pub use precision::Precision;
 
 /// Position of a node on its tape. Inputs always have smaller ids than the
 /// nodes made from them, so reverse id order is a topological order.
@@ -107,6 +109,8 @@ pub struct Tape<T: Float = f32> {
     misuse: OnceLock<GradError>,
     /// Anomaly mode: see [`set_detect_anomaly`](Tape::set_detect_anomaly).
     detect_anomaly: bool,
+    /// How matrix products compute: see [`set_matmul_precision`](Tape::set_matmul_precision).
+    matmul_precision: Precision,
     /// `grad_graph`'s working vectors, kept for the next call.
     graph_scratch: grad_graph::GraphScratch,
     /// The fused regions of `grad!` blocks recorded as their unfused ops
@@ -145,6 +149,7 @@ impl<T: Float> Tape<T> {
             claims: Claims::default(),
             misuse: OnceLock::new(),
             detect_anomaly: false,
+            matmul_precision: Precision::F32,
             graph_scratch: grad_graph::GraphScratch::default(),
             unfused: Vec::new(),
         }
