@@ -1,5 +1,6 @@
 //! grad's figures for the side-by-side harness (`benches/side_by_side.py`): the workloads
-//! W1..W9 of benches/README.md, one `name value unit` line per figure, with the names,
+//! W1..W9 of benches/README.md and W3 with bf16 products (`w3_bf16`, the first half of
+//! W10), one `name value unit` line per figure, with the names,
 //! units and timing rule of the peers in benches/peers/ so the lines compare one to one.
 //! A time is the median of single timed iterations after a warm-up; each workload stops
 //! timing after a budget of seconds, so it stays under ~20 s.
@@ -18,7 +19,7 @@ use std::time::{Duration, Instant};
 use common::{Attention, Mlp, normal, w2_loss, w5_loss};
 use grad_runtime::*;
 
-const WORKLOADS: [&str; 9] = ["w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8", "w9"];
+const WORKLOADS: [&str; 10] = ["w1", "w2", "w3", "w3_bf16", "w4", "w5", "w6", "w7", "w8", "w9"];
 
 /// How long to time: the full measurement, or a smoke run.
 #[derive(Clone, Copy)]
@@ -90,20 +91,36 @@ fn w2(plan: Plan) {
 
 /// W3: a, b [1024, 1024] params; sum(a @ b); backward: three 1024³ GEMMs.
 fn w3(plan: Plan) {
-    const FLOP: f64 = 6.0 * 1024.0 * 1024.0 * 1024.0;
+    let s = w3_seconds(plan, Precision::F32);
+    emit("w3_matmul_gflops", W3_FLOP / s / 1e9, "GFLOP/s");
+    emit("w3_matmul_iter_ms", s * 1e3, "ms");
+}
+
+/// W3 with bf16 products (W10's first half): the same three GEMMs from
+/// bf16-rounded operands, summed in f32; values and gradients f32.
+fn w3_bf16(plan: Plan) {
+    let s = w3_seconds(plan, Precision::Bf16);
+    emit("w3_bf16_matmul_gflops", W3_FLOP / s / 1e9, "GFLOP/s");
+    emit("w3_bf16_matmul_iter_ms", s * 1e3, "ms");
+}
+
+/// W3's flop: three 1024³ products.
+const W3_FLOP: f64 = 6.0 * 1024.0 * 1024.0 * 1024.0;
+
+/// The median seconds of one W3 iteration with products in `precision`.
+fn w3_seconds(plan: Plan, precision: Precision) -> f64 {
     let mut rng = Rng::new(3);
     let mut tape = Tape::<f32>::new();
+    tape.set_matmul_precision(precision).expect("an f32 tape computes in either precision");
     let a = tape.param(normal(&mut rng, &[1024, 1024], 0.05));
     let b = tape.param(normal(&mut rng, &[1024, 1024], 0.05));
     let mark = tape.mark();
-    let s = plan.median_s(3, 10, 1000, 10, || {
+    plan.median_s(3, 10, 1000, 10, || {
         let c = g_matmul(&mut tape, a, b);
         let loss = g_sum(&mut tape, c);
         tape.backward(loss).expect("W3 is well formed");
         tape.reset_to(mark);
-    });
-    emit("w3_matmul_gflops", FLOP / s / 1e9, "GFLOP/s");
-    emit("w3_matmul_iter_ms", s * 1e3, "ms");
+    })
 }
 
 /// W4: single-head attention on x[8,64,64], forward + backward, no optimizer. The inputs
@@ -267,6 +284,7 @@ fn main() {
             "w1" => w1(plan),
             "w2" => w2(plan),
             "w3" => w3(plan),
+            "w3_bf16" => w3_bf16(plan),
             "w4" => w4(plan),
             "w5" => w5(plan),
             "w6" => w6(plan),
