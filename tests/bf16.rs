@@ -240,7 +240,8 @@ fn an_f64_tape_refuses_bf16_and_keeps_f32() {
 }
 
 /// Values and gradients of products large enough to be split over threads
-/// (the rows of one product, a batch by product and in two halves).
+/// (the rows of one product, a batch by product and in two halves, a
+/// convolution by chunks of images).
 fn run_graph() -> Vec<ArrayD<f32>> {
     let mut rng = Rng::new(5);
     let mut tape = bf16_tape();
@@ -251,13 +252,16 @@ fn run_graph() -> Vec<ArrayD<f32>> {
     let pq = g_transpose(&mut tape, q);
     let batch = g_bmm(&mut tape, p, pq);
     let halves = g_bmm(&mut tape, r, s);
+    let [image, kernel] = [[32, 16, 16, 16], [16, 16, 3, 3]].map(|shape| tape.param(f32_array(&mut rng, &shape)));
+    let conv = g_conv2d(&mut tape, image, kernel, None, [1, 1], [1, 1], [1, 1], 1);
     let (sy, sb, sh) = (g_tanh(&mut tape, y), g_tanh(&mut tape, batch), g_tanh(&mut tape, halves));
-    let (ly, lb, lh) = (g_sum(&mut tape, sy), g_sum(&mut tape, sb), g_sum(&mut tape, sh));
+    let (ly, lb, lh, lc) = (g_sum(&mut tape, sy), g_sum(&mut tape, sb), g_sum(&mut tape, sh), g_sum(&mut tape, conv));
     let l = g_add(&mut tape, ly, lb);
-    let loss = g_add(&mut tape, l, lh);
+    let l = g_add(&mut tape, l, lh);
+    let loss = g_add(&mut tape, l, lc);
     tape.backward(loss).expect("a well-formed graph");
-    let mut out: Vec<ArrayD<f32>> = [y, batch, halves].iter().map(|&v| tape.value(v).to_owned()).collect();
-    out.extend([x, w, p, q, r, s].iter().map(|&v| tape.grad(v).to_owned()));
+    let mut out: Vec<ArrayD<f32>> = [y, batch, halves, conv].iter().map(|&v| tape.value(v).to_owned()).collect();
+    out.extend([x, w, p, q, r, s, image, kernel].iter().map(|&v| tape.grad(v).to_owned()));
     out
 }
 
@@ -407,4 +411,39 @@ fn an_mlp_trained_in_bf16_stays_near_its_f32_run() {
     assert!(relative(&w1_32, &w1_16) <= 0.03, "w1 {}", relative(&w1_32, &w1_16));
     assert!(relative(&w2_32, &w2_16) <= 0.03, "w2 {}", relative(&w2_32, &w2_16));
     assert!(l32 != l16, "the bf16 run computes in bf16");
+}
+
+/// `g_conv2d` lowers to products, which follow the setting: its value and
+/// both gradients within the bound against `f64` (each scale `Σ|x||w|` is
+/// the same convolution of the absolute values, in `f64`).
+#[test]
+fn conv2d_products_are_within_the_bf16_bound() {
+    let mut rng = Rng::new(7);
+    let (x, w) = (f32_array(&mut rng, &[2, 6, 9, 9]), f32_array(&mut rng, &[4, 3, 3, 3]));
+    let r = f32_array(&mut rng, &[2, 4, 5, 5]);
+    // (value, gradient of x, gradient of w) of Σ conv(x, w) ⊙ r, on `tape`.
+    fn run<T: Float>(tape: &mut Tape<T>, [x, w, r]: [ArrayD<T>; 3]) -> [ArrayD<T>; 3] {
+        let (vx, vw, vr) = (tape.param(x), tape.param(w), tape.constant(r));
+        let y = g_conv2d(tape, vx, vw, None, [2, 2], [1, 1], [1, 1], 2);
+        let weighted = g_mul(tape, y, vr);
+        let loss = g_sum(tape, weighted);
+        tape.backward(loss).expect("a well-formed convolution");
+        [tape.value(y).to_owned(), tape.grad(vx).to_owned(), tape.grad(vw).to_owned()]
+    }
+    let wide = |a: &ArrayD<f32>, abs: bool| a.mapv(|v| if abs { f64::from(v).abs() } else { f64::from(v) });
+    let got = run(&mut bf16_tape(), [x.clone(), w.clone(), r.clone()]);
+    let exact = run(&mut Tape::<f64>::new(), [wide(&x, false), wide(&w, false), wide(&r, false)]);
+    let scale = run(&mut Tape::<f64>::new(), [wide(&x, true), wide(&w, true), wide(&r, true)]);
+    // Terms per element: 3·3·3 for the value, 2·3·3 (output channels of a group
+    // by the kernel) for x's gradient, 2·5·5 (images by output positions) for w's.
+    for (((what, k), got), (exact, scale)) in
+        [("value", 27.0), ("x's gradient", 18.0), ("w's gradient", 50.0)].iter().zip(&got).zip(exact.iter().zip(&scale))
+    {
+        for ((&v, &e), &s) in got.iter().zip(exact).zip(scale) {
+            let bound = (2f64.powi(-7) + (k + 2.0) * 2f64.powi(-23)) * s + k * 2f64.powi(-125);
+            assert!((f64::from(v) - e).abs() <= bound, "conv2d {what}: {v} against {e}, bound {bound:e}");
+        }
+    }
+    let f32_run = run(&mut Tape::<f32>::new(), [x, w, r]);
+    assert!(f32_run[0] != got[0] && f32_run[2] != got[2], "the convolution's products are bf16");
 }

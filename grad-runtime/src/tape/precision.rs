@@ -8,7 +8,8 @@ use crate::error::{ErrorKind, GradError};
 use crate::{Float, Tape};
 
 /// How a tape's matrix products ([`g_matmul`](crate::g_matmul),
-/// [`g_bmm`](crate::g_bmm), forward and backward) compute their terms; see
+/// [`g_bmm`](crate::g_bmm), the products a [`g_conv2d`](crate::g_conv2d)
+/// lowers to, forward and backward) compute their terms; see
 /// [`Tape::set_matmul_precision`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Precision {
@@ -31,10 +32,12 @@ impl<T: Float> Tape<T> {
     /// round their operands to bfloat16 and sum the exact products in
     /// `f32`, and so do the two products of their backward rule (`g @ bᵀ`
     /// and `aᵀ @ g`), whatever the setting when `backward` runs: each node
-    /// keeps the precision it was recorded with. Everything else stays
-    /// `f32`: values and gradients on the tape, parameters, optimizer
-    /// state, every other op (PyTorch's CPU `autocast` policy for
-    /// `bfloat16`). Each element of a product is then within
+    /// keeps the precision it was recorded with. [`g_conv2d`](crate::g_conv2d)
+    /// computes its products (im2col columns times the weights, and both
+    /// gradients') the same way. Everything else stays `f32`: values and
+    /// gradients on the tape, parameters, optimizer state, every other op,
+    /// [`g_attention`](crate::g_attention) included (PyTorch's CPU
+    /// `autocast` policy for `bfloat16`, but for attention). Each element of a product is then within
     /// `(2^-7 + (k + 2)·2^-23)·Σₚ|a_ip||b_pj|` of the exact product (`k`
     /// the inner dimension) instead of `F32`'s `k·2^-24·Σₚ|a_ip||b_pj|`.
     ///
