@@ -33,6 +33,11 @@ FIGURES = [
     ("w8", "w8_conv_step_ms", "lower"),
     ("w8", "w8_conv_gflops", "higher"),
     ("w9", "w9_hvp_us", "lower"),
+    ("w10", "w10_gpt_bf16_step_ms", "lower"),
+    ("w10", "w10_gpt_bf16_tokens_per_s", "higher"),
+    ("w10", "w10_loss_gap_max_pct", "lower"),
+    ("w10", "w10_loss_gap_mean_pct", "lower"),
+    ("w10", "w10_loss_gap_final_pct", "lower"),
 ]
 
 # grad's figures for the same workload written in a `grad!` block (where elementwise chains
@@ -54,6 +59,7 @@ TITLES = {
     "w7": "W7 GPT training step (nanoGPT's architecture: 4 layers, 4 heads, 128 wide, context 64, batch 16, AdamW, clipping)",
     "w8": "W8 convolution step: sum(conv2d(x[32,16,32,32], w[32,16,3,3], b)), backward to x, w, b",
     "w9": "W9 Hessian-vector product: the W1 MLP with tanh, mse, H·v in all four parameters",
+    "w10": "W10 W7 with bf16 products: step time, and the loss curve's relative gap from f32 over 200 steps",
 }
 
 UNIT_WORDS = {"tok/s": "tokens/s", "us": "µs", "ns": "ns", "ms": "ms", "GFLOP/s": "GFLOP/s", "GB/s": "GB/s", "MiB": "MiB"}
