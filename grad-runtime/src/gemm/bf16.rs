@@ -146,55 +146,59 @@ fn pair(lo: f32, hi: f32) -> f32 {
     f32::from_bits(round(lo) | (round(hi) << 16))
 }
 
-/// Packs panels `first_panel..` of `R` rows of `x`, columns `pc..pc + kc`:
-/// panel `r` holds, for each pair `q < ⌈kc / 2⌉`, the words
-/// `pair(x[r·R + i, pc + 2q], x[r·R + i, pc + 2q + 1])` for `i < R`, zeros
-/// past the rows of `x` and past depth `kc`.
-fn pack_pairs<const R: usize>(x: MatRef<'_, f32>, pc: usize, kc: usize, first_panel: usize, packed: &mut [f32]) {
-    let pairs = kc.div_ceil(2);
-    for (index, out) in packed.chunks_exact_mut(R * pairs).enumerate() {
-        let i0 = (first_panel + index) * R;
-        let rows = R.min(x.rows - i0);
-        if rows < R {
-            out.fill(0.0);
-        }
-        if x.row_stride == 1 {
-            // The panel's rows are adjacent for each depth: two runs per word.
-            for (q, words) in out.chunks_exact_mut(R).enumerate() {
-                let lo = &x.data[(pc + 2 * q) * x.col_stride + i0..][..rows];
-                if 2 * q + 1 < kc {
-                    let hi = &x.data[(pc + 2 * q + 1) * x.col_stride + i0..][..rows];
-                    words.iter_mut().zip(lo.iter().zip(hi)).for_each(|(w, (&l, &h))| *w = pair(l, h));
-                } else {
-                    words.iter_mut().zip(lo).for_each(|(w, &l)| *w = pair(l, 0.0));
-                }
+simd::multiversion! {
+    /// Packs panels `first_panel..` of `R` rows of `x`, columns `pc..pc + kc`:
+    /// panel `r` holds, for each pair `q < ⌈kc / 2⌉`, the words
+    /// `pair(x[r·R + i, pc + 2q], x[r·R + i, pc + 2q + 1])` for `i < R`, zeros
+    /// past the rows of `x` and past depth `kc`. Compiled for each vector
+    /// width, as the rounding is arithmetic (a third of W3's time in bf16
+    /// when compiled for the baseline only).
+    fn pack_pairs[const R: usize][R](x: MatRef<'_, f32>, pc: usize, kc: usize, first_panel: usize, packed: &mut [f32]) {
+        let pairs = kc.div_ceil(2);
+        for (index, out) in packed.chunks_exact_mut(R * pairs).enumerate() {
+            let i0 = (first_panel + index) * R;
+            let rows = R.min(x.rows - i0);
+            if rows < R {
+                out.fill(0.0);
             }
-        } else if x.col_stride == 1 {
-            // Each row is contiguous: `DEPTH` words of a row converted at a
-            // time, then spread over the panel (as in the `f32` packing, a
-            // few cache lines of the panel at a time).
-            const DEPTH: usize = 16;
-            for (chunk, out) in out.chunks_mut(DEPTH * R).enumerate() {
-                let (q0, words) = (chunk * DEPTH, out.len() / R);
-                let len = (2 * words).min(kc - 2 * q0);
-                let mut converted = [0.0f32; DEPTH];
-                for i in 0..rows {
-                    let row = &x.data[(i0 + i) * x.row_stride + pc + 2 * q0..][..len];
-                    let (whole, last) = row.split_at(len & !1);
-                    converted.iter_mut().zip(whole.chunks_exact(2)).for_each(|(w, two)| *w = pair(two[0], two[1]));
-                    if let [l] = *last {
-                        converted[len / 2] = pair(l, 0.0);
-                    }
-                    for (q, &w) in converted[..words].iter().enumerate() {
-                        out[q * R + i] = w;
+            if x.row_stride == 1 {
+                // The panel's rows are adjacent for each depth: two runs per word.
+                for (q, words) in out.chunks_exact_mut(R).enumerate() {
+                    let lo = &x.data[(pc + 2 * q) * x.col_stride + i0..][..rows];
+                    if 2 * q + 1 < kc {
+                        let hi = &x.data[(pc + 2 * q + 1) * x.col_stride + i0..][..rows];
+                        words.iter_mut().zip(lo.iter().zip(hi)).for_each(|(w, (&l, &h))| *w = pair(l, h));
+                    } else {
+                        words.iter_mut().zip(lo).for_each(|(w, &l)| *w = pair(l, 0.0));
                     }
                 }
-            }
-        } else {
-            for (q, words) in out.chunks_exact_mut(R).enumerate() {
-                for (i, w) in words[..rows].iter_mut().enumerate() {
-                    let hi = if 2 * q + 1 < kc { *x.at(i0 + i, pc + 2 * q + 1) } else { 0.0 };
-                    *w = pair(*x.at(i0 + i, pc + 2 * q), hi);
+            } else if x.col_stride == 1 {
+                // Each row is contiguous: `DEPTH` words of a row converted at a
+                // time, then spread over the panel (as in the `f32` packing, a
+                // few cache lines of the panel at a time).
+                const DEPTH: usize = 16;
+                for (chunk, out) in out.chunks_mut(DEPTH * R).enumerate() {
+                    let (q0, words) = (chunk * DEPTH, out.len() / R);
+                    let len = (2 * words).min(kc - 2 * q0);
+                    let mut converted = [0.0f32; DEPTH];
+                    for i in 0..rows {
+                        let row = &x.data[(i0 + i) * x.row_stride + pc + 2 * q0..][..len];
+                        let (whole, last) = row.split_at(len & !1);
+                        converted.iter_mut().zip(whole.chunks_exact(2)).for_each(|(w, two)| *w = pair(two[0], two[1]));
+                        if let [l] = *last {
+                            converted[len / 2] = pair(l, 0.0);
+                        }
+                        for (q, &w) in converted[..words].iter().enumerate() {
+                            out[q * R + i] = w;
+                        }
+                    }
+                }
+            } else {
+                for (q, words) in out.chunks_exact_mut(R).enumerate() {
+                    for (i, w) in words[..rows].iter_mut().enumerate() {
+                        let hi = if 2 * q + 1 < kc { *x.at(i0 + i, pc + 2 * q + 1) } else { 0.0 };
+                        *w = pair(*x.at(i0 + i, pc + 2 * q), hi);
+                    }
                 }
             }
         }
