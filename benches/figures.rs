@@ -1,5 +1,6 @@
 //! grad's figures for the side-by-side harness (`benches/side_by_side.py`): the workloads
-//! W1..W9 of benches/README.md, one `name value unit` line per figure, with the names,
+//! W1..W10 of benches/README.md (W10, bf16 products, as `w3_bf16` for W3 and `w10` for
+//! W7), one `name value unit` line per figure, with the names,
 //! units and timing rule of the peers in benches/peers/ so the lines compare one to one.
 //! A time is the median of single timed iterations after a warm-up; each workload stops
 //! timing after a budget of seconds, so it stays under ~20 s.
@@ -18,7 +19,7 @@ use std::time::{Duration, Instant};
 use common::{Attention, Mlp, normal, w2_loss, w5_loss};
 use grad_runtime::*;
 
-const WORKLOADS: [&str; 9] = ["w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8", "w9"];
+const WORKLOADS: [&str; 11] = ["w1", "w2", "w3", "w3_bf16", "w4", "w5", "w6", "w7", "w8", "w9", "w10"];
 
 /// How long to time: the full measurement, or a smoke run.
 #[derive(Clone, Copy)]
@@ -90,20 +91,36 @@ fn w2(plan: Plan) {
 
 /// W3: a, b [1024, 1024] params; sum(a @ b); backward: three 1024³ GEMMs.
 fn w3(plan: Plan) {
-    const FLOP: f64 = 6.0 * 1024.0 * 1024.0 * 1024.0;
+    let s = w3_seconds(plan, Precision::F32);
+    emit("w3_matmul_gflops", W3_FLOP / s / 1e9, "GFLOP/s");
+    emit("w3_matmul_iter_ms", s * 1e3, "ms");
+}
+
+/// W3 with bf16 products (W10's first half): the same three GEMMs from
+/// bf16-rounded operands, summed in f32; values and gradients f32.
+fn w3_bf16(plan: Plan) {
+    let s = w3_seconds(plan, Precision::Bf16);
+    emit("w3_bf16_matmul_gflops", W3_FLOP / s / 1e9, "GFLOP/s");
+    emit("w3_bf16_matmul_iter_ms", s * 1e3, "ms");
+}
+
+/// W3's flop: three 1024³ products.
+const W3_FLOP: f64 = 6.0 * 1024.0 * 1024.0 * 1024.0;
+
+/// The median seconds of one W3 iteration with products in `precision`.
+fn w3_seconds(plan: Plan, precision: Precision) -> f64 {
     let mut rng = Rng::new(3);
     let mut tape = Tape::<f32>::new();
+    tape.set_matmul_precision(precision).expect("an f32 tape computes in either precision");
     let a = tape.param(normal(&mut rng, &[1024, 1024], 0.05));
     let b = tape.param(normal(&mut rng, &[1024, 1024], 0.05));
     let mark = tape.mark();
-    let s = plan.median_s(3, 10, 1000, 10, || {
+    plan.median_s(3, 10, 1000, 10, || {
         let c = g_matmul(&mut tape, a, b);
         let loss = g_sum(&mut tape, c);
         tape.backward(loss).expect("W3 is well formed");
         tape.reset_to(mark);
-    });
-    emit("w3_matmul_gflops", FLOP / s / 1e9, "GFLOP/s");
-    emit("w3_matmul_iter_ms", s * 1e3, "ms");
+    })
 }
 
 /// W4: single-head attention on x[8,64,64], forward + backward, no optimizer. The inputs
@@ -171,36 +188,92 @@ fn w6(plan: Plan) {
 /// sequences: cross-entropy over every position, backward, AdamW (lr 1e-3,
 /// β 0.9/0.95, ε 1e-8, decay 0.1 on the 2-D weights), clipping at 1, reset.
 fn w7(plan: Plan) {
-    use common::gpt::{Config, Gpt};
-    use grad_runtime::{AdamW, Rng};
-    const BATCH: usize = 16;
-    let config = Config::small(65);
-    let mut tape = Tape::<f32>::new();
-    let mut rng = Rng::new(7);
-    let model = Gpt::new(&mut tape, &mut rng, config);
-    let mut opt = AdamW::new(1e-3).betas(0.9, 0.95).eps(1e-8);
-    opt.add_params(&tape, &model, |name| Gpt::weight_decay(name, 0.1)).expect("W7's parameters register");
-    opt.set_clip(1.0).expect("a positive clip");
-    let batches: Vec<(ndarray::Array2<usize>, ndarray::Array2<usize>)> = (0..8)
-        .map(|_| {
-            let mut ids = || ndarray::Array2::from_shape_fn((BATCH, config.block), |_| (rng.next_u64() % 65) as usize);
-            (ids(), ids())
-        })
-        .collect();
-    let mark = tape.mark();
-    let mut k = 0;
+    let mut run = GptRun::new(Precision::F32);
     let s = plan.median_s(3, 10, 200, 10, || {
-        let (inputs, targets) = &batches[k % batches.len()];
-        k += 1;
-        let tokens = model.embed(&mut tape, inputs.view());
-        let logits = model.logits(&mut tape, tokens);
-        let loss = model.loss(&mut tape, logits, targets.view());
-        tape.backward(loss).expect("W7's loss is a scalar");
-        opt.step(&mut tape).expect("W7's step");
-        tape.reset_to(mark);
+        run.step();
     });
     emit("w7_gpt_step_ms", s * 1e3, "ms");
-    emit("w7_gpt_tokens_per_s", (BATCH * config.block) as f64 / s, "tok/s");
+    emit("w7_gpt_tokens_per_s", GptRun::TOKENS / s, "tok/s");
+}
+
+/// W7's model, optimizer and batches on a tape whose products are in `precision`.
+struct GptRun {
+    tape: Tape<f32>,
+    model: common::gpt::Gpt,
+    opt: AdamW,
+    batches: Vec<(ndarray::Array2<usize>, ndarray::Array2<usize>)>,
+    mark: Mark,
+    steps: usize,
+}
+
+impl GptRun {
+    const BATCH: usize = 16;
+    /// Tokens per step: the batch times the context.
+    const TOKENS: f64 = (Self::BATCH * 64) as f64;
+
+    fn new(precision: Precision) -> GptRun {
+        use common::gpt::{Config, Gpt};
+        let config = Config::small(65);
+        assert_eq!(config.block, 64);
+        let mut tape = Tape::<f32>::new();
+        tape.set_matmul_precision(precision).expect("an f32 tape computes in either precision");
+        let mut rng = Rng::new(7);
+        let model = Gpt::new(&mut tape, &mut rng, config);
+        let mut opt = AdamW::new(1e-3).betas(0.9, 0.95).eps(1e-8);
+        opt.add_params(&tape, &model, |name| Gpt::weight_decay(name, 0.1)).expect("W7's parameters register");
+        opt.set_clip(1.0).expect("a positive clip");
+        let batches = (0..8)
+            .map(|_| {
+                let mut ids =
+                    || ndarray::Array2::from_shape_fn((Self::BATCH, config.block), |_| (rng.next_u64() % 65) as usize);
+                (ids(), ids())
+            })
+            .collect();
+        let mark = tape.mark();
+        GptRun { tape, model, opt, batches, mark, steps: 0 }
+    }
+
+    /// One training step; its loss.
+    fn step(&mut self) -> f32 {
+        let tape = &mut self.tape;
+        let (inputs, targets) = &self.batches[self.steps % self.batches.len()];
+        self.steps += 1;
+        let tokens = self.model.embed(tape, inputs.view());
+        let logits = self.model.logits(tape, tokens);
+        let loss = self.model.loss(tape, logits, targets.view());
+        tape.backward(loss).expect("W7's loss is a scalar");
+        let value = tape.scalar(loss);
+        self.opt.step(tape).expect("W7's step");
+        tape.reset_to(self.mark);
+        value
+    }
+}
+
+/// W10's second half: W7 with bf16 products (f32 values, gradients, master
+/// weights and AdamW state), its step time, and how far its loss curve over
+/// 200 steps strays from W7's in f32 from the same start on the same
+/// batches: the largest, the mean and the final relative gap, in percent.
+/// (The two runs start 1e-5 apart and drift apart as they memorise the 8
+/// batches, PyTorch's autocast run alike: a gap of a few percent late in
+/// the curve is the drift of two trajectories, not a bias.)
+fn w10(plan: Plan) {
+    let mut run = GptRun::new(Precision::Bf16);
+    let s = plan.median_s(3, 10, 200, 10, || {
+        run.step();
+    });
+    emit("w10_gpt_bf16_step_ms", s * 1e3, "ms");
+    emit("w10_gpt_bf16_tokens_per_s", GptRun::TOKENS / s, "tok/s");
+    let steps = if plan.full { 200 } else { 2 };
+    let (mut f32_run, mut bf16_run) = (GptRun::new(Precision::F32), GptRun::new(Precision::Bf16));
+    let gaps: Vec<f64> = (0..steps)
+        .map(|_| {
+            let (reference, bf16) = (f64::from(f32_run.step()), f64::from(bf16_run.step()));
+            (bf16 - reference).abs() / reference * 100.0
+        })
+        .collect();
+    emit("w10_loss_gap_max_pct", gaps.iter().copied().fold(0.0, f64::max), "%");
+    emit("w10_loss_gap_mean_pct", gaps.iter().sum::<f64>() / steps as f64, "%");
+    emit("w10_loss_gap_final_pct", gaps[steps - 1], "%");
 }
 
 /// W8: x[32,16,32,32], w[32,16,3,3], b[32], stride 1, padding 1; loss =
@@ -267,12 +340,14 @@ fn main() {
             "w1" => w1(plan),
             "w2" => w2(plan),
             "w3" => w3(plan),
+            "w3_bf16" => w3_bf16(plan),
             "w4" => w4(plan),
             "w5" => w5(plan),
             "w6" => w6(plan),
             "w7" => w7(plan),
             "w8" => w8(plan),
             "w9" => w9(plan),
+            "w10" => w10(plan),
             "w6-child" => w6_here(plan),
             other => {
                 eprintln!("figures: unknown workload {other:?} (known: {})", WORKLOADS.join(" "));

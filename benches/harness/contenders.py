@@ -7,7 +7,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ALL_WORKLOADS = ["w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8", "w9"]
+ALL_WORKLOADS = ["w1", "w2", "w3", "w3_bf16", "w4", "w5", "w6", "w7", "w8", "w9", "w10"]
 # The Rust peers (rust/) implement these; W7 and W8 are PyTorch and JAX only.
 RUST_PEER_WORKLOADS = ["w1", "w2", "w3", "w4", "w5", "w6", "w9"]
 ALL_PEERS = ["torch", "jax", "candle", "burn", "burn-flex", "ndarray"]
@@ -89,6 +89,8 @@ def peers(requested, peers_dir):
             c, why = _python_peer("torch", "torch", peers_dir / "bench_torch.py")
         elif name == "jax":
             c, why = _python_peer("jax", "jax", peers_dir / "bench_jax.py")
+            if c is not None:  # W10 (bf16 products) is PyTorch's autocast alone
+                c.workloads = [w for w in c.workloads if w not in ("w3_bf16", "w10")]
         elif name == "candle":
             c, why, warning = _rust_peer("candle", "bench_candle", peers_dir,
                                          f"candle {versions['candle']} (candle-core + its backprop), CPU")

@@ -19,6 +19,8 @@ FIGURES = [
     ("w2", "w2_grad_macro_iter_ms", "lower"),
     ("w3", "w3_matmul_gflops", "higher"),
     ("w3", "w3_matmul_iter_ms", "lower"),
+    ("w3_bf16", "w3_bf16_matmul_gflops", "higher"),
+    ("w3_bf16", "w3_bf16_matmul_iter_ms", "lower"),
     ("w4", "w4_attention_fwd_bwd_us", "lower"),
     ("w5", "w5_bandwidth_gbs", "higher"),
     ("w5", "w5_bandwidth_ms", "lower"),
@@ -31,6 +33,11 @@ FIGURES = [
     ("w8", "w8_conv_step_ms", "lower"),
     ("w8", "w8_conv_gflops", "higher"),
     ("w9", "w9_hvp_us", "lower"),
+    ("w10", "w10_gpt_bf16_step_ms", "lower"),
+    ("w10", "w10_gpt_bf16_tokens_per_s", "higher"),
+    ("w10", "w10_loss_gap_max_pct", "lower"),
+    ("w10", "w10_loss_gap_mean_pct", "lower"),
+    ("w10", "w10_loss_gap_final_pct", "lower"),
 ]
 
 # grad's figures for the same workload written in a `grad!` block (where elementwise chains
@@ -45,12 +52,14 @@ TITLES = {
     "w1": "W1 MLP 784-256-10 train step: forward, mse, backward, Adam",
     "w2": "W2 small-op overhead: 1000 x tanh(x*0.9+0.1) on x[16], sum, backward (3001 nodes)",
     "w3": "W3 matmul bound: sum(a@b), backward, a and b [1024,1024] (6*1024^3 flop)",
+    "w3_bf16": "W3 with bf16 products (W10): f32 values and gradients, products from bf16 operands",
     "w4": "W4 attention forward + backward: x[8,64,64], four [64,64] projections, softmax",
     "w5": "W5 bandwidth bound: sum(sigmoid(x)*x), backward, x[16M] (GB/s of 4 B*16M*3)",
     "w6": "W6 steady state: W1 for 2000 steps, tape reset each step, fresh process",
     "w7": "W7 GPT training step (nanoGPT's architecture: 4 layers, 4 heads, 128 wide, context 64, batch 16, AdamW, clipping)",
     "w8": "W8 convolution step: sum(conv2d(x[32,16,32,32], w[32,16,3,3], b)), backward to x, w, b",
     "w9": "W9 Hessian-vector product: the W1 MLP with tanh, mse, H·v in all four parameters",
+    "w10": "W10 W7 with bf16 products: step time, and the loss curve's relative gap from f32 over 200 steps",
 }
 
 UNIT_WORDS = {"tok/s": "tokens/s", "us": "µs", "ns": "ns", "ms": "ms", "GFLOP/s": "GFLOP/s", "GB/s": "GB/s", "MiB": "MiB"}

@@ -201,6 +201,9 @@ pub enum ErrorKind {
     /// The ranks registered different parameters: `rank` has `found`
     /// parameter elements where rank 0 has `expected`.
     ParamsLayout { rank: usize, expected: u64, found: u64 },
+    /// A precision this tape's element type does not compute in (bf16
+    /// products on an `f64` tape).
+    PrecisionUnsupported { precision: &'static str, dtype: &'static str },
 }
 
 impl GradError {
@@ -465,6 +468,10 @@ impl fmt::Display for ErrorKind {
                 f,
                 "rank {rank} registered {found} parameter elements where rank 0 has {expected}: every rank must \
                  build the same model and register it the same way"
+            ),
+            ErrorKind::PrecisionUnsupported { precision, dtype } => write!(
+                f,
+                "{precision} matrix products need an f32 tape, this one holds {dtype} (f64 tapes compute in f64)"
             ),
         }
     }

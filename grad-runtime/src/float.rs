@@ -98,7 +98,38 @@ impl Float for f64 {
 }
 
 mod sealed {
-    pub trait Sealed {}
-    impl Sealed for f32 {}
-    impl Sealed for f64 {}
+    /// What only the crate sees of a [`Float`](super::Float): the view of
+    /// its buffers as `f32`, where the bf16 products start.
+    pub trait Sealed: Sized {
+        /// True for `f32`.
+        fn is_f32() -> bool;
+        /// `x` as `f32`s: `Some` for `f32` alone.
+        fn f32_slice(x: &[Self]) -> Option<&[f32]>;
+        /// `x` as `f32`s: `Some` for `f32` alone.
+        fn f32_slice_mut(x: &mut [Self]) -> Option<&mut [f32]>;
+    }
+
+    impl Sealed for f32 {
+        fn is_f32() -> bool {
+            true
+        }
+        fn f32_slice(x: &[f32]) -> Option<&[f32]> {
+            Some(x)
+        }
+        fn f32_slice_mut(x: &mut [f32]) -> Option<&mut [f32]> {
+            Some(x)
+        }
+    }
+
+    impl Sealed for f64 {
+        fn is_f32() -> bool {
+            false
+        }
+        fn f32_slice(_: &[f64]) -> Option<&[f32]> {
+            None
+        }
+        fn f32_slice_mut(_: &mut [f64]) -> Option<&mut [f32]> {
+            None
+        }
+    }
 }

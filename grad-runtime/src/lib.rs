@@ -37,7 +37,8 @@
 
 // No unsafe code but where a benchmark proved it worth it, allowed in that
 // module alone with its soundness argument and tests: the SIMD dispatch
-// (`simd.rs`) and appending a node without a stack copy (`tape/append.rs`).
+// (`simd.rs`), appending a node without a stack copy (`tape/append.rs`) and
+// the AVX512-BF16 micro-kernel of the bf16 products (`gemm/bf16.rs`).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -101,7 +102,7 @@ pub use optim::{Adam, AdamW, Optimizer, Sgd};
 pub use parallel::{num_threads, set_num_threads};
 pub use params::{ParamVisitor, Params};
 pub use rng::Rng;
-pub use tape::{MemoryStats, Tape};
+pub use tape::{MemoryStats, Precision, Tape};
 pub use tensor::TensorInput;
 pub use var::{Mark, Var};
 

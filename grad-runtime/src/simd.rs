@@ -19,7 +19,8 @@ pub(crate) enum Level {
 
 /// The widest level this CPU supports, or a narrower one named by the
 /// environment variable `GRAD_SIMD` (`avx2` or `baseline`: for comparing
-/// versions; results are the same bits). Decided once.
+/// versions; results are the same bits; `avx512` keeps AVX-512 but not its
+/// BF16 instructions, see [`bf16_dot`]). Decided once.
 #[inline]
 pub(crate) fn level() -> Level {
     static LEVEL: OnceLock<Level> = OnceLock::new();
@@ -31,6 +32,32 @@ pub(crate) fn level() -> Level {
             _ => widest,
         }
     })
+}
+
+/// Whether the bf16 products run on the CPU's own dot product of bf16
+/// pairs (AVX512-BF16's `vdpbf16ps`) rather than on its exact emulation
+/// (`gemm/bf16.rs`; the same bits): when the CPU reports the instructions
+/// and [`level`] is AVX-512, unless `GRAD_SIMD=avx512` asks for AVX-512
+/// without them. Decided once.
+#[inline]
+pub(crate) fn bf16_dot() -> bool {
+    static DOT: OnceLock<bool> = OnceLock::new();
+    *DOT.get_or_init(|| {
+        level() == Level::Avx512 && has_bf16_dot() && std::env::var("GRAD_SIMD").as_deref() != Ok("avx512")
+    })
+}
+
+/// Whether this CPU has AVX512-BF16's dot product (and AVX-512 itself).
+#[inline]
+pub(crate) fn has_bf16_dot() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512bf16")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
 }
 
 fn widest() -> Level {

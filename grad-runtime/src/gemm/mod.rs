@@ -17,10 +17,14 @@
 //! `k` in the same order whichever thread computes it, and whatever the
 //! vector width (an FMA rounds once at every width).
 //!
+//! **bf16 products** (`bf16.rs`): the same blocking with other packing and
+//! another micro-kernel, behind the trait [`Micro`] both implement.
+//!
 //! **No allocation.** The packed panels live in a buffer the caller passes
 //! (`scratch_len` elements, from the tape's pool), so a training step that
 //! repeats its products allocates nothing.
 
+pub(crate) mod bf16;
 mod kernel;
 mod pack;
 
@@ -106,38 +110,120 @@ fn tile(level: Level, bytes: usize) -> (usize, usize) {
 /// How many elements of scratch [`gemm`] needs for an `m × k` by `k × n` product.
 pub(crate) fn scratch_len<T>(m: usize, k: usize, n: usize) -> usize {
     let (mr, nr) = tile(simd::level(), std::mem::size_of::<T>());
-    let kc = k.min(KC);
-    m.div_ceil(mr) * mr * kc + n.min(NC).div_ceil(nr) * nr * kc
+    packed_len(mr, nr, k.min(KC), m, n)
+}
+
+/// The scratch of a blocked product with an `mr × nr` tile whose packed
+/// panels hold `depth` elements per row for a block of `k`.
+fn packed_len(mr: usize, nr: usize, depth: usize, m: usize, n: usize) -> usize {
+    m.div_ceil(mr) * mr * depth + n.min(NC).div_ceil(nr) * nr * depth
+}
+
+/// How the products of a node are computed: see [`Precision`](crate::Precision).
+pub(crate) use crate::tape::Precision;
+
+/// [`scratch_len`] for a product in `precision` (bf16 applies to `f32` only).
+pub(crate) fn scratch_len_in<T: Float>(precision: Precision, m: usize, k: usize, n: usize) -> usize {
+    match precision {
+        Precision::Bf16 if T::is_f32() => bf16::scratch_len(m, k, n),
+        _ => scratch_len::<T>(m, k, n),
+    }
+}
+
+/// [`gemm`] in `precision`: with [`Precision::Bf16`] on `f32` operands, the
+/// bf16 product of `bf16.rs`; otherwise (and always for `f64`) [`gemm`].
+/// `scratch` holds at least [`scratch_len_in`] elements.
+pub(crate) fn gemm_in<T: Float>(
+    precision: Precision,
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    c: &mut [T],
+    accumulate: bool,
+    scratch: &mut [T],
+) {
+    if precision == Precision::Bf16
+        && let (Some(a32), Some(b32)) = (T::f32_slice(a.data), T::f32_slice(b.data))
+        && let (Some(c32), Some(scratch32)) = (T::f32_slice_mut(c), T::f32_slice_mut(scratch))
+    {
+        let a32 = MatRef { data: a32, rows: a.rows, cols: a.cols, row_stride: a.row_stride, col_stride: a.col_stride };
+        let b32 = MatRef { data: b32, rows: b.rows, cols: b.cols, row_stride: b.row_stride, col_stride: b.col_stride };
+        return bf16::gemm(a32, b32, c32, accumulate, scratch32);
+    }
+    gemm(a, b, c, accumulate, scratch)
+}
+
+/// A micro-kernel and the packing it reads: the part of a blocked product
+/// that depends on how its terms are computed.
+pub(crate) trait Micro<T: Float> {
+    /// The elements a packed panel holds per row (of `a`) or column (of
+    /// `b`) for a block of depth `kc`.
+    fn depth(kc: usize) -> usize;
+
+    /// Packs panels `first_panel..` of `R` rows of `x` (as many as fit in
+    /// `packed`, `R * depth(kc)` elements each), columns `pc..pc + kc`.
+    fn pack<const R: usize>(x: MatRef<'_, T>, pc: usize, kc: usize, first_panel: usize, packed: &mut [T]);
+
+    /// The `MR × NR` tile of the packed panels `a` and `b`, of `depth`
+    /// elements per row, from zero.
+    fn tile<const MR: usize, const NR: usize>(depth: usize, a: &[T], b: &[T], tile: &mut [[T; NR]; MR]);
+}
+
+/// The product in `T` itself: one fused multiply-add per term.
+struct Fma;
+
+impl<T: Float> Micro<T> for Fma {
+    fn depth(kc: usize) -> usize {
+        kc
+    }
+
+    #[inline]
+    fn pack<const R: usize>(x: MatRef<'_, T>, pc: usize, kc: usize, first_panel: usize, packed: &mut [T]) {
+        pack::panels::<T, R>(x, pc, kc, first_panel, packed);
+    }
+
+    #[inline]
+    fn tile<const MR: usize, const NR: usize>(depth: usize, a: &[T], b: &[T], tile: &mut [[T; NR]; MR]) {
+        kernel::tile::<T, MR, NR>(depth, a, b, tile);
+    }
 }
 
 /// `c = a @ b`, or `c += a @ b` when `accumulate`; `c` is row-major
 /// `a.rows × b.cols`, `scratch` at least [`scratch_len`] elements.
 pub(crate) fn gemm<T: Float>(a: MatRef<'_, T>, b: MatRef<'_, T>, c: &mut [T], accumulate: bool, scratch: &mut [T]) {
-    let (m, k, n) = (a.rows, a.cols, b.cols);
-    debug_assert_eq!(b.rows, k);
+    debug_assert_eq!(b.rows, a.cols);
+    if trivial(a.rows, a.cols, b.cols, c, accumulate) {
+        return;
+    }
+    let (mr, nr) = tile(simd::level(), std::mem::size_of::<T>());
+    match (mr, nr) {
+        (12, 32) => blocked::<T, Fma, 12, 32>(a, b, c, accumulate, scratch),
+        (12, 16) => blocked::<T, Fma, 12, 16>(a, b, c, accumulate, scratch),
+        (6, 16) => blocked::<T, Fma, 6, 16>(a, b, c, accumulate, scratch),
+        (6, 8) => blocked::<T, Fma, 6, 8>(a, b, c, accumulate, scratch),
+        (4, 8) => blocked::<T, Fma, 4, 8>(a, b, c, accumulate, scratch),
+        _ => blocked::<T, Fma, 4, 4>(a, b, c, accumulate, scratch),
+    }
+}
+
+/// Finishes an `m × k` by `k × n` product with no term (nothing to do
+/// when `c` is empty; zeros when `k` is 0): true if it was one.
+fn trivial<T: Float>(m: usize, k: usize, n: usize, c: &mut [T], accumulate: bool) -> bool {
     debug_assert_eq!(c.len(), m * n);
     if m == 0 || n == 0 {
-        return;
+        return true;
     }
     if k == 0 {
         if !accumulate {
             c.fill(T::zero());
         }
-        return;
+        return true;
     }
-    let (mr, nr) = tile(simd::level(), std::mem::size_of::<T>());
-    match (mr, nr) {
-        (12, 32) => blocked::<T, 12, 32>(a, b, c, accumulate, scratch),
-        (12, 16) => blocked::<T, 12, 16>(a, b, c, accumulate, scratch),
-        (6, 16) => blocked::<T, 6, 16>(a, b, c, accumulate, scratch),
-        (6, 8) => blocked::<T, 6, 8>(a, b, c, accumulate, scratch),
-        (4, 8) => blocked::<T, 4, 8>(a, b, c, accumulate, scratch),
-        _ => blocked::<T, 4, 4>(a, b, c, accumulate, scratch),
-    }
+    false
 }
 
-/// The blocked product with an `MR × NR` micro-kernel.
-fn blocked<T: Float, const MR: usize, const NR: usize>(
+/// The blocked product with the `MR × NR` micro-kernel of `K`; `m`, `n`
+/// and `k` are not zero.
+fn blocked<T: Float, K: Micro<T>, const MR: usize, const NR: usize>(
     a: MatRef<'_, T>,
     b: MatRef<'_, T>,
     c: &mut [T],
@@ -155,25 +241,27 @@ fn blocked<T: Float, const MR: usize, const NR: usize>(
         let nc_padded = nc.div_ceil(NR) * NR;
         for pc in (0..k).step_by(KC) {
             let kc = KC.min(k - pc);
-            let (packed_a, rest) = scratch.split_at_mut(m_padded * kc);
-            let packed_b = &mut rest[..nc_padded * kc];
-            pack::b_panels::<T, NR>(b, pc, kc, jc, nc, packed_b, parallel && nc * kc >= MIN_PARALLEL_PACK);
+            let depth = K::depth(kc);
+            let (packed_a, rest) = scratch.split_at_mut(m_padded * depth);
+            let packed_b = &mut rest[..nc_padded * depth];
+            let parallel_pack = parallel && nc * kc >= MIN_PARALLEL_PACK;
+            pack::b_panels::<T, K, NR>(b, pc, kc, jc, nc, packed_b, parallel_pack);
             // The first block of k writes `c` unless accumulating; later ones add.
             let add = accumulate || pc > 0;
             let packed_b = &*packed_b;
             // The rows of `c` from panel `first_panel` on, with room to pack their panels of `a`.
             let rows = |first_panel: usize, c_rows: &mut [T], packed_a: &mut [T]| {
                 let panels = c_rows.len().div_ceil(n * MR);
-                let packed_a = &mut packed_a[..panels * MR * kc];
+                let packed_a = &mut packed_a[..panels * MR * depth];
                 let mut tile = [[T::zero(); NR]; MR];
-                pack::panels::<T, MR>(a, pc, kc, first_panel, packed_a);
-                for (ir, a_panel) in packed_a.chunks_exact(MR * kc).enumerate() {
+                K::pack::<MR>(a, pc, kc, first_panel, packed_a);
+                for (ir, a_panel) in packed_a.chunks_exact(MR * depth).enumerate() {
                     let i0 = (first_panel + ir) * MR;
                     let rows_here = MR.min(m - i0);
                     let c_tile_rows = &mut c_rows[ir * MR * n..(ir * MR + rows_here) * n];
                     for jr in 0..nc_padded / NR {
-                        let b_panel = &packed_b[jr * NR * kc..][..NR * kc];
-                        kernel::tile::<T, MR, NR>(kc, a_panel, b_panel, &mut tile);
+                        let b_panel = &packed_b[jr * NR * depth..][..NR * depth];
+                        K::tile::<MR, NR>(depth, a_panel, b_panel, &mut tile);
                         let cols = NR.min(nc - jr * NR);
                         kernel::store::<T, MR, NR>(&tile, c_tile_rows, n, jc + jr * NR, rows_here, cols, add);
                     }
@@ -187,7 +275,7 @@ fn blocked<T: Float, const MR: usize, const NR: usize>(
                 let per_piece = (m_padded / MR).div_ceil(4 * threads).max(1);
                 parallel::run(true, || {
                     c.par_chunks_mut(per_piece * MR * n)
-                        .zip(packed_a.par_chunks_mut(per_piece * MR * kc))
+                        .zip(packed_a.par_chunks_mut(per_piece * MR * depth))
                         .enumerate()
                         .for_each(|(piece, (c_rows, packed_a))| rows(piece * per_piece, c_rows, packed_a));
                 });
@@ -195,7 +283,7 @@ fn blocked<T: Float, const MR: usize, const NR: usize>(
                 // The same pieces of whole panels, two of them.
                 let top = m_padded / MR / 2;
                 let (c_top, c_bottom) = c.split_at_mut(top * MR * n);
-                let (a_top, a_bottom) = packed_a.split_at_mut(top * MR * kc);
+                let (a_top, a_bottom) = packed_a.split_at_mut(top * MR * depth);
                 pair::pair(|| rows(0, c_top, a_top), || rows(top, c_bottom, a_bottom));
             } else {
                 rows(0, c, packed_a);

@@ -4,7 +4,7 @@
 
 use rayon::prelude::*;
 
-use super::MatRef;
+use super::{MatRef, Micro};
 use crate::{Float, parallel};
 
 /// Packs panels `first_panel..` of `R` rows of `x` (as many as fit in
@@ -63,8 +63,9 @@ pub(super) fn panels<T: Float, const R: usize>(
 
 /// Packs rows `pc..pc + kc`, columns `jc..jc + nc` of `b` into panels of
 /// `NR` columns: panel `c` holds, for each depth `p`, `b[pc + p, jc + c·NR + j]`
-/// for `j < NR`. These are the panels of `NR` rows of `bᵀ` from row `jc`.
-pub(super) fn b_panels<T: Float, const NR: usize>(
+/// for `j < NR` (in the layout of `K`'s packing). These are the panels of
+/// `NR` rows of `bᵀ` from row `jc`.
+pub(super) fn b_panels<T: Float, K: Micro<T>, const NR: usize>(
     b: MatRef<'_, T>,
     pc: usize,
     kc: usize,
@@ -83,11 +84,11 @@ pub(super) fn b_panels<T: Float, const NR: usize>(
     if parallel {
         parallel::run(true, || {
             packed
-                .par_chunks_mut(NR * kc)
+                .par_chunks_mut(NR * K::depth(kc))
                 .enumerate()
-                .for_each(|(panel, out)| panels::<T, NR>(block_t, pc, kc, panel, out));
+                .for_each(|(panel, out)| K::pack::<NR>(block_t, pc, kc, panel, out));
         });
     } else {
-        panels::<T, NR>(block_t, pc, kc, 0, packed);
+        K::pack::<NR>(block_t, pc, kc, 0, packed);
     }
 }

@@ -142,7 +142,7 @@ pub(crate) fn emit<T: Float>(e: &mut Emit<'_, T>, id: NodeId) -> Result<Value, R
             };
             (name, dims::reduce(same(e, x), axis, keepdim))
         }
-        Op::MatMul(a, b) | Op::Bmm(a, b) => {
+        Op::MatMul(a, b, _) | Op::Bmm(a, b, _) => {
             let dynamic = dims::matmul(
                 e.value(a).dynamic,
                 e.shape(a).len(),

@@ -133,7 +133,7 @@ pub(crate) fn backward<T: Float>(
             let gx = scatter::scatter_add(tp, g, chosen, shape);
             add(tp, x, gx);
         }
-        Op::MatMul(a, b) | Op::Bmm(a, b) => {
+        Op::MatMul(a, b, _) | Op::Bmm(a, b, _) => {
             let product = if matches!(op, Op::Bmm(..)) { g_bmm } else { g_matmul };
             let (va, vb) = (var(tp, a), var(tp, b));
             if wants(a) {

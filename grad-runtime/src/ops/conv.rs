@@ -11,7 +11,7 @@ use ndarray::IxDyn;
 use rayon::prelude::*;
 
 use crate::error::ErrorKind;
-use crate::gemm::{self, MatRef, scratch_len};
+use crate::gemm::{self, MatRef, Precision};
 use crate::ops::Op;
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
@@ -19,13 +19,15 @@ use crate::tensor::TensorRef;
 use crate::{Float, Tape, Var, parallel};
 
 /// What a conv node keeps beyond its inputs: stride, padding and dilation
-/// (rows, columns) and the group count, as `u32` so that the node stays small.
+/// (rows, columns) and the group count, as `u32` so that the node stays
+/// small, and the precision of its products (forward and backward).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ConvSpec {
     pub(crate) stride: [u32; 2],
     pub(crate) padding: [u32; 2],
     pub(crate) dilation: [u32; 2],
     pub(crate) groups: u32,
+    pub(crate) precision: Precision,
 }
 
 /// The 2-D convolution (cross-correlation, as in PyTorch) of `x: [N, C, H, W]`
@@ -40,6 +42,10 @@ pub(crate) struct ConvSpec {
 ///
 /// Gradient: to `x`, the transposed convolution of `g` with `w`; to `w`,
 /// the correlation of `g` with `x`; to `b`, `g` summed over `N`, `OH`, `OW`.
+///
+/// The products (the forward's and both gradients') run in the tape's
+/// [`matmul_precision`](Tape::matmul_precision), as `g_matmul`'s: bf16
+/// from `f32` under [`Precision::Bf16`](crate::Precision).
 ///
 /// Errors (never panics): inputs that are not 4-D, a stride or dilation of
 /// 0, `groups` that is 0 or does not divide `C` and `O`, `C != groups *
@@ -98,7 +104,7 @@ pub fn g_conv2d<T: Float>(
     };
     let g = &geometry;
     let chunks = ImageChunks::new(g);
-    let packing_len = scratch_len::<T>(g.og, g.k, g.l);
+    let packing_len = gemm::scratch_len_in::<T>(g.precision, g.og, g.k, g.l);
     // An empty output needs no columns, however many its empty dims imply.
     let scratch_len = if out.data.is_empty() { 0 } else { chunks.scratch_len(g.k * g.l + packing_len) };
     let mut scratch = tp.scratch(scratch_len);
@@ -110,7 +116,8 @@ pub fn g_conv2d<T: Float>(
                 im2col(g, &vx[g.image_group(n, group)..], cols);
                 let weights = MatRef::row_major(&vw[group * g.og * g.k..(group + 1) * g.og * g.k], g.og, g.k);
                 let c = &mut out[group * g.og * g.l..(group + 1) * g.og * g.l];
-                gemm::gemm(weights, MatRef::row_major(cols, g.k, g.l), c, false, &mut packing[..packing_len]);
+                let cols = MatRef::row_major(cols, g.k, g.l);
+                gemm::gemm_in(g.precision, weights, cols, c, false, &mut packing[..packing_len]);
             }
         }
     });
@@ -142,7 +149,12 @@ pub(crate) fn conv2d_backward<T: Float>(
     let (vx, vw) = (sink.value(x), sink.value(w));
     let geo = Geometry::new(vx.shape(), vw.shape(), spec);
     let chunks = ImageChunks::new(&geo);
-    let packing_len = scratch_len::<T>(geo.og, geo.l, geo.k).max(scratch_len::<T>(geo.k, geo.og, geo.l));
+    let packing_len = gemm::scratch_len_in::<T>(geo.precision, geo.og, geo.l, geo.k).max(gemm::scratch_len_in::<T>(
+        geo.precision,
+        geo.k,
+        geo.og,
+        geo.l,
+    ));
     let per_chunk = geo.k * geo.l + packing_len;
     let mut scratch = sink.scratch(if sink.wants(x) || sink.wants(w) { chunks.scratch_len(per_chunk) } else { 0 });
     let g_image = |n: usize| &g.data[n * geo.o * geo.l..(n + 1) * geo.o * geo.l];
@@ -164,7 +176,7 @@ pub(crate) fn conv2d_backward<T: Float>(
                     im2col(&geo, &vx.data[geo.image_group(n, group)..], cols);
                     let block = &mut partial[group * geo.og * geo.k..(group + 1) * geo.og * geo.k];
                     let cols_t = MatRef::row_major(cols, geo.k, geo.l).t();
-                    gemm::gemm(g_block(n, group), cols_t, block, true, &mut packing[..packing_len]);
+                    gemm::gemm_in(geo.precision, g_block(n, group), cols_t, block, true, &mut packing[..packing_len]);
                 }
             }
         });
@@ -184,7 +196,8 @@ pub(crate) fn conv2d_backward<T: Float>(
                         geo.og,
                         geo.k,
                     );
-                    gemm::gemm(weights.t(), g_block(n, group), cols, false, &mut packing[..packing_len]);
+                    let g_n = g_block(n, group);
+                    gemm::gemm_in(geo.precision, weights.t(), g_n, cols, false, &mut packing[..packing_len]);
                     col2im(&geo, cols, &mut gx[group * geo.cg * geo.h * geo.w..]);
                 }
             }
@@ -219,6 +232,7 @@ pub(crate) struct Geometry {
     out: [usize; 2],
     k: usize,
     l: usize,
+    precision: Precision,
 }
 
 impl Geometry {
@@ -249,6 +263,7 @@ impl Geometry {
             out,
             k: cg * kernel[0] * kernel[1],
             l: out[0] * out[1],
+            precision: spec.precision,
         }
     }
 
@@ -259,6 +274,7 @@ impl Geometry {
             padding: narrow(self.padding),
             dilation: narrow(self.dilation),
             groups: self.groups as u32,
+            precision: self.precision,
         }
     }
 
@@ -314,6 +330,7 @@ fn conv_geometry<T: Float>(
         padding: padding.map(|v| v as u32),
         dilation: dilation.map(|v| v as u32),
         groups: groups as u32,
+        precision: tp.matmul_precision(),
     };
     Ok(Geometry::new(sx, sw, spec))
 }

@@ -10,7 +10,7 @@ use rayon::prelude::*;
 
 use crate::broadcast::{broadcast_shapes, broadcast_strides, for_each_offset};
 use crate::error::ErrorKind;
-use crate::gemm::{self, MatRef};
+use crate::gemm::{self, MatRef, Precision};
 use crate::ops::Op;
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
@@ -29,6 +29,10 @@ use crate::{Float, Tape, Var, pair, parallel};
 ///
 /// Gradient: `g @ bᵀ` to `a`, `aᵀ @ g` to `b`, each summed over the batch
 /// dims it was broadcast along.
+///
+/// The products run in the tape's [`matmul_precision`](Tape::matmul_precision)
+/// (bf16 from `f32` under [`Precision::Bf16`](crate::Precision)), forward
+/// and backward.
 ///
 /// ```
 /// use grad_runtime::{g_matmul, ndarray::array, Tape};
@@ -57,7 +61,8 @@ pub fn g_matmul<T: Float>(tp: &mut Tape<T>, a: Var, b: Var) -> Var {
 /// `[batch, m, n]`: one matrix product per batch entry. Stricter than
 /// [`g_matmul`]: both must be 3-D with equal batch sizes.
 ///
-/// Gradient: `g[i] @ b[i]ᵀ` to `a[i]`, `a[i]ᵀ @ g[i]` to `b[i]`.
+/// Gradient: `g[i] @ b[i]ᵀ` to `a[i]`, `a[i]ᵀ @ g[i]` to `b[i]`, in the
+/// tape's [`matmul_precision`](Tape::matmul_precision) as the forward.
 ///
 /// ```
 /// use grad_runtime::{g_bmm, ndarray::array, Tape};
@@ -103,22 +108,23 @@ fn product<T: Float>(
     name: &'static str,
     a: NodeId,
     b: NodeId,
-    op: fn(NodeId, NodeId) -> Op<T>,
+    op: fn(NodeId, NodeId, Precision) -> Op<T>,
     location: &'static Location<'static>,
 ) -> Var {
+    let precision = tp.matmul_precision();
     let plan = match Plan::new(tp.shape(a), tp.shape(b)) {
         Ok(plan) => plan,
         Err(kind) => return tp.fail(name, kind, &[a, b], location),
     };
     let Some(mut out) = tp.output(name, plan.out_shape.clone(), &[a, b], location) else { return tp.poisoned_var() };
     let pieces = plan.pieces();
-    let mut scratch = tp.scratch(pieces * gemm::scratch_len::<T>(plan.m, plan.k, plan.n));
+    let mut scratch = tp.scratch(pieces * gemm::scratch_len_in::<T>(precision, plan.m, plan.k, plan.n));
     let (va, vb) = (tp.value_of(a), tp.value_of(b));
-    plan.run(va.shape(), vb.shape(), &mut out.data, (&mut scratch, pieces), |ia, ib| {
+    plan.run(precision, va.shape(), vb.shape(), &mut out.data, (&mut scratch, pieces), |ia, ib| {
         (MatRef::row_major(&va.data[ia..], plan.m, plan.k), MatRef::row_major(&vb.data[ib..], plan.k, plan.n))
     });
     tp.recycle(scratch);
-    tp.push(op(a, b), out)
+    tp.push(op(a, b, precision), out)
 }
 
 /// How a product of two shapes decomposes into GEMMs.
@@ -196,6 +202,7 @@ impl Plan {
     /// element).
     fn run<'a, T: Float>(
         &self,
+        precision: Precision,
         sa: &[usize],
         sb: &[usize],
         out: &mut [T],
@@ -206,13 +213,13 @@ impl Plan {
         if m * n == 0 {
             return;
         }
-        let per = gemm::scratch_len::<T>(m, k, n);
+        let per = gemm::scratch_len_in::<T>(precision, m, k, n);
         let per_piece = self.count().div_ceil(pieces);
         let work = |piece: usize, out: &mut [T], scratch: &mut [T]| {
             for (j, block) in out.chunks_exact_mut(m * n).enumerate() {
                 let (ia, ib) = self.offsets(sa, sb, piece * per_piece + j);
                 let (a, b) = operands(ia, ib);
-                gemm::gemm(a, b, block, false, scratch);
+                gemm::gemm_in(precision, a, b, block, false, scratch);
             }
         };
         if pieces == 1 {
@@ -281,14 +288,20 @@ fn first_batch_mismatch(a: &[usize], b: &[usize]) -> ErrorKind {
     ErrorKind::BatchDim { left, right }
 }
 
-pub(crate) fn matmul_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &TensorRef<'_, T>, a: NodeId, b: NodeId) {
+pub(crate) fn matmul_backward<T: Float>(
+    sink: &mut GradSink<'_, T>,
+    g: &TensorRef<'_, T>,
+    a: NodeId,
+    b: NodeId,
+    precision: Precision,
+) {
     let (va, vb) = (sink.value(a), sink.value(b));
     let plan = Plan::new(va.shape(), vb.shape()).expect("invariant: shapes were checked in the forward pass");
     let (m, k, n) = (plan.m, plan.k, plan.n);
     let (sa, sb) = (va.shape(), vb.shape());
     // Scratch for both products: g @ bᵀ is m × n by n × k, aᵀ @ g is k × m by m × n;
     // twice that when a batch runs in two halves.
-    let per = gemm::scratch_len::<T>(m, n, k).max(gemm::scratch_len::<T>(k, m, n));
+    let per = gemm::scratch_len_in::<T>(precision, m, n, k).max(gemm::scratch_len_in::<T>(precision, k, m, n));
     let (halves_a, halves_b) = (plan.paired_backward(sa), plan.paired_backward(sb));
     let mut scratch = sink.scratch(if halves_a || halves_b { 2 * per } else { per });
     // Broadcast batches add several products into one block: accumulate
@@ -301,11 +314,11 @@ pub(crate) fn matmul_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &TensorRe
     // `g` at `io`; of `b` from the block of `a` at `ia` and of `g` at `io`.
     let grad_a = |ib: usize, io: usize, ga: &mut [T], scratch: &mut [T]| {
         let (b, g) = (MatRef::row_major(&vb.data[ib..], k, n), MatRef::row_major(&g.data[io..], m, n));
-        gemm::gemm(g, b.t(), ga, accumulate, scratch);
+        gemm::gemm_in(precision, g, b.t(), ga, accumulate, scratch);
     };
     let grad_b = |ia: usize, io: usize, gb: &mut [T], scratch: &mut [T]| {
         let (a, g) = (MatRef::row_major(&va.data[ia..], m, k), MatRef::row_major(&g.data[io..], m, n));
-        gemm::gemm(a.t(), g, gb, accumulate, scratch);
+        gemm::gemm_in(precision, a.t(), g, gb, accumulate, scratch);
     };
     // An operand's gradient, one block of `block` elements per product at its
     // own offset, from `grad(other operand's offset, g's offset, block, scratch)`.

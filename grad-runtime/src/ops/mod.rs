@@ -112,7 +112,7 @@ pub use custom::{CustomOp, CustomRef, InputGrads, Inputs};
 use ndarray::IxDyn;
 
 use crate::Float;
-use crate::tape::NodeId;
+use crate::tape::{NodeId, Precision};
 use crate::tensor::{Tensor, TensorRef};
 use sink::GradSink;
 use unary::Unary;
@@ -153,8 +153,9 @@ pub(crate) enum Op<T: Float> {
         x: NodeId,
         axis: usize,
     },
-    MatMul(NodeId, NodeId),
-    Bmm(NodeId, NodeId),
+    /// The precision its terms were computed in, which its backward products use too.
+    MatMul(NodeId, NodeId, Precision),
+    Bmm(NodeId, NodeId, Precision),
     Transpose(NodeId),
     /// `g_permute`: output axis `d` is input axis `order[d]`, for `d < ndim`.
     Permute {
@@ -347,8 +348,8 @@ impl<T: Float> Op<T> {
             | Op::Sub(a, b)
             | Op::Mul(a, b)
             | Op::Div(a, b)
-            | Op::MatMul(a, b)
-            | Op::Bmm(a, b)
+            | Op::MatMul(a, b, _)
+            | Op::Bmm(a, b, _)
             | Op::Concat { a, b, .. }
             | Op::Mse(a, b) => [Some(a), Some(b), None],
             Op::LayerNorm { x, gamma, beta, .. }
@@ -430,7 +431,7 @@ impl<T: Float> Op<T> {
             Op::MeanAxis { x, axis } => reduce::mean_axis_backward(sink, g, x, axis),
             Op::MaxAxis { x, axis } => reduce::max_axis_backward(sink, g, x, axis),
             Op::MinAxis { x, axis } => reduce::min_axis_backward(sink, g, x, axis),
-            Op::MatMul(a, b) | Op::Bmm(a, b) => matmul::matmul_backward(sink, g, a, b),
+            Op::MatMul(a, b, precision) | Op::Bmm(a, b, precision) => matmul::matmul_backward(sink, g, a, b, precision),
             Op::Attention { q, k, v, causal, ref saved } => {
                 attention::attention_backward(sink, g, [q, k, v], causal, saved)
             }

@@ -13,6 +13,7 @@ mod grad_graph;
 mod grad_slot;
 mod inference;
 mod memory;
+mod precision;
 mod read;
 mod write;
 
@@ -34,6 +35,7 @@ use crate::{Float, Mark, Var};
 pub(crate) use checkpoint::Segment;
 pub(crate) use grad_slot::GradSlot;
 pub use memory::MemoryStats;
+pub use precision::Precision;
 
 /// Position of a node on its tape. Inputs always have smaller ids than the
 /// nodes made from them, so reverse id order is a topological order.
@@ -117,6 +119,8 @@ pub struct Tape<T: Float = f32> {
     /// Whether backward keeps the gradients of intermediate nodes (see
     /// [`set_keep_intermediate_grads`](Tape::set_keep_intermediate_grads)).
     keep_intermediate_grads: bool,
+    /// How matrix products compute: see [`set_matmul_precision`](Tape::set_matmul_precision).
+    matmul_precision: Precision,
     /// `grad_graph`'s working vectors, kept for the next call.
     graph_scratch: grad_graph::GraphScratch,
     /// The fused regions of `grad!` blocks recorded as their unfused ops
@@ -157,6 +161,7 @@ impl<T: Float> Tape<T> {
             detect_anomaly: false,
             inference: false,
             keep_intermediate_grads: true,
+            matmul_precision: Precision::F32,
             graph_scratch: grad_graph::GraphScratch::default(),
             unfused: Vec::new(),
         }

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""PyTorch's side of W10's second half (../README.md): W7's GPT (gpt_bench_torch.py) with
+the forward and loss under torch.autocast("cpu", dtype=torch.bfloat16), its step time, and
+how far its loss curve over 200 steps strays from the float32 run from the same start on
+the same batches (the largest and the final relative gap, in percent): the figures of
+grad's `w10` in benches/figures.rs.
+
+Usage: python w10_torch.py [steps=200]
+"""
+import statistics
+import sys
+import time
+
+import torch
+
+from gpt_bench_torch import CFG, GPT, optimizer
+
+
+def trainer(c, bf16):
+    torch.manual_seed(c["seed"])
+    model = GPT(c)
+    opt = optimizer(model)
+    gen = torch.Generator().manual_seed(c["seed"] + 1)
+    shape = (c["batch"], c["block"])
+    batches = [(torch.randint(c["vocab"], shape, generator=gen), torch.randint(c["vocab"], shape, generator=gen))
+               for _ in range(8)]
+    k = 0
+
+    def step():
+        nonlocal k
+        x, y = batches[k % len(batches)]
+        k += 1
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss = model(x, y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        return loss.item()
+    return step
+
+
+def figures(steps=200):
+    """Prints W10's figures for W7 (`name value unit` lines)."""
+    c = dict(CFG)
+    step = trainer(c, bf16=True)
+    for _ in range(3):
+        step()
+    times = []
+    start = time.perf_counter()
+    while len(times) < 200 and (len(times) < 10 or time.perf_counter() - start < 10):
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    med = statistics.median(times)
+    print(f"w10_gpt_bf16_step_ms {med * 1e3:.3f} ms", flush=True)
+    print(f"w10_gpt_bf16_tokens_per_s {c['batch'] * c['block'] / med:.1f} tok/s", flush=True)
+    reference, bf16 = trainer(c, bf16=False), trainer(c, bf16=True)
+    gaps = []
+    for _ in range(steps):
+        a, b = reference(), bf16()
+        gaps.append(abs(b - a) / a * 100)
+    print(f"w10_loss_gap_max_pct {max(gaps):.6f} %", flush=True)
+    print(f"w10_loss_gap_mean_pct {statistics.fmean(gaps):.6f} %", flush=True)
+    print(f"w10_loss_gap_final_pct {gaps[-1]:.6f} %", flush=True)
+
+
+def main():
+    steps = 200
+    for arg in sys.argv[1:]:
+        key, value = arg.split("=")
+        assert key == "steps", f"unknown key {key}"
+        steps = int(value)
+    print(f"# torch {torch.__version__} autocast bf16, {CFG}, {torch.get_num_threads()} threads", flush=True)
+    figures(steps)
+
+
+if __name__ == "__main__":
+    main()
