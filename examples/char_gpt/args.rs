@@ -1,5 +1,6 @@
 //! The example's command line, parsed by hand: `--steps N`, `--seed N`,
-//! `--plot PATH`, `--save PATH`, `--load PATH`, `--export PATH`, `--quick`.
+//! `--plot PATH`, `--save PATH`, `--load PATH`, `--export PATH`, `--bf16`,
+//! `--quick`.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -18,12 +19,13 @@ pub struct Args {
     pub load: Option<PathBuf>,
     /// Write the model as ONNX here (ids in, logits out).
     pub export: Option<PathBuf>,
+    /// Matrix products from bf16 operands (`Tape::set_matmul_precision`).
+    pub bf16: bool,
     /// A tiny model for 60 steps: the smoke test's run.
     pub quick: bool,
 }
 
-pub const USAGE: &str =
-    "usage: char_gpt [--steps N] [--seed N] [--plot PATH] [--save PATH] [--load PATH] [--export PATH] [--quick]";
+pub const USAGE: &str = "usage: char_gpt [--steps N] [--seed N] [--plot PATH] [--save PATH] [--load PATH] [--export PATH] [--bf16] [--quick]";
 
 #[derive(Debug, PartialEq)]
 pub struct UsageError(pub String);
@@ -41,8 +43,13 @@ impl Args {
         let mut parsed = Args::default();
         let mut args = args.into_iter();
         while let Some(arg) = args.next() {
-            if arg == "--quick" {
-                parsed.quick = true;
+            // The flags, which take no value.
+            match arg.as_str() {
+                "--quick" => parsed.quick = true,
+                "--bf16" => parsed.bf16 = true,
+                _ => (),
+            }
+            if matches!(arg.as_str(), "--quick" | "--bf16") {
                 continue;
             }
             let mut value = |what: &str| match args.next() {
@@ -74,7 +81,8 @@ mod tests {
 
     #[test]
     fn options_take_their_values_and_mistakes_are_explained() {
-        let run = parse(&["--steps", "30", "--seed", "4", "--export", "m.onnx", "--quick"]).unwrap();
+        let run = parse(&["--steps", "30", "--seed", "4", "--export", "m.onnx", "--bf16", "--quick"]).unwrap();
+        assert!(run.bf16);
         assert_eq!((run.steps, run.seed, run.quick), (Some(30), Some(4), true));
         assert_eq!(run.export, Some(PathBuf::from("m.onnx")));
         assert_eq!(parse(&["--save"]).unwrap_err().0, "`--save` needs a file path");

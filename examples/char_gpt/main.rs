@@ -14,7 +14,8 @@
 //! (the PNG of the curves; a temp-dir file by default), `--save PATH`,
 //! `--load PATH` (sample from a saved model), `--export PATH` (ONNX:
 //! `ids [batch, 64]` int64 in, logits `[batch, 64, vocab]` out),
-//! `--quick` (a tiny model, 60 steps).
+//! `--bf16` (matrix products from bf16 operands), `--quick` (a tiny model,
+//! 60 steps).
 
 mod args;
 mod text;
@@ -29,7 +30,7 @@ use grad_examples::gpt::{Config, Gpt};
 use grad_examples::{Curve, Progress, plot_curves_against};
 use grad_runtime::ndarray::{Array2, ArrayView2};
 use grad_runtime::onnx::Export;
-use grad_runtime::{AdamW, GradError, Params, Rng, Tape, schedule};
+use grad_runtime::{AdamW, GradError, Params, Precision, Rng, Tape, schedule};
 use text::Vocab;
 
 const TEXT: &str = include_str!("../data/rust_book.txt");
@@ -103,6 +104,10 @@ fn run(args: Args) -> Result<Report, Box<dyn Error>> {
 
     let mut rng = Rng::new(args.seed.unwrap_or(0));
     let mut tape = Tape::<f32>::new();
+    if args.bf16 {
+        tape.set_matmul_precision(Precision::Bf16)?;
+        println!("matrix products from bf16 operands, summed in f32");
+    }
     let model = Gpt::new(&mut tape, &mut rng, plan.config);
     let count: usize = model.named_params().iter().map(|(_, p)| tape.value(*p).len()).sum();
     println!("{count} parameters");
