@@ -245,3 +245,47 @@ fn set_value_checks_the_shape_and_changes_nothing_on_error() {
     tape.set_value(shadow, ema).unwrap();
     assert_eq!(tape.value(shadow), ndarray::arr1(&[0.9 + 1.1, 1.8 + 1.2]).into_dyn());
 }
+
+/// A safetensors file of one tensor `w` of `shape` stored as `dtype`,
+/// written byte by byte (what PyTorch writes for `model.to(torch.bfloat16)`).
+fn one_tensor_file(dtype: &str, shape: &[usize], data: &[u8]) -> Vec<u8> {
+    let header = serde_json::json!({ "w": { "dtype": dtype, "shape": shape, "data_offsets": [0, data.len()] } });
+    let mut header = header.to_string().into_bytes();
+    while header.len() % 8 != 0 {
+        header.push(b' ');
+    }
+    let mut file = (header.len() as u64).to_le_bytes().to_vec();
+    file.extend(header);
+    file.extend_from_slice(data);
+    file
+}
+
+#[test]
+fn bf16_parameters_load_widened_exactly_and_f16_is_refused() {
+    #[derive(Params)]
+    struct One {
+        w: Var,
+    }
+    let dir = scratch("bf16_load");
+    // 1.5, -0.375, a bf16 denormal (2^-133), the largest bf16.
+    let halves: [u16; 4] = [0x3fc0, 0xbec0, 0x0001, 0x7f7f];
+    let data: Vec<u8> = halves.iter().flat_map(|h| h.to_le_bytes()).collect();
+    let path = dir.join("bf16.safetensors");
+    std::fs::write(&path, one_tensor_file("BF16", &[2, 2], &data)).unwrap();
+    let expected = halves.map(|h| f32::from_bits(u32::from(h) << 16));
+
+    let mut tape = Tape::<f32>::new();
+    let model = One { w: tape.param(ndarray::Array2::<f32>::zeros((2, 2))) };
+    model.load(&mut tape, &path).unwrap();
+    assert_eq!(tape.value(model.w).iter().copied().collect::<Vec<_>>(), expected);
+    let mut tape64 = Tape::<f64>::new();
+    let model64 = One { w: tape64.param(ndarray::Array2::<f64>::zeros((2, 2))) };
+    model64.load(&mut tape64, &path).unwrap();
+    assert_eq!(tape64.value(model64.w).iter().copied().collect::<Vec<_>>(), expected.map(f64::from));
+
+    let f16 = dir.join("f16.safetensors");
+    std::fs::write(&f16, one_tensor_file("F16", &[2, 2], &data)).unwrap();
+    let error = model.load(&mut tape, &f16).unwrap_err();
+    assert!(matches!(error.kind(), grad_runtime::ErrorKind::TensorDtype { found: "F16", .. }), "{error}");
+    assert_eq!(tape.value(model.w).iter().copied().collect::<Vec<_>>(), expected, "a refused load changes nothing");
+}

@@ -136,7 +136,9 @@ pub trait Params {
 
     /// Reads the parameters' and buffers' values back from a file
     /// [`save`](Params::save) (or any safetensors writer) made, into the
-    /// existing parameters and buffers.
+    /// existing parameters and buffers. A tensor is stored in the tape's
+    /// element type or as `BF16` (PyTorch's `model.to(torch.bfloat16)`),
+    /// which is widened exactly.
     ///
     /// All or nothing: every tensor is checked first, and any problem
     /// leaves every parameter bit-identical and returns a [`GradError`]

@@ -149,9 +149,33 @@ impl<'a> Archive<'a> {
         shape: &[usize],
         location: Caller,
     ) -> Result<&'a [u8], GradError> {
+        self.floats_of::<T>(op, name, shape, &[dtype_of::<T>()], location).map(|(bytes, _)| bytes)
+    }
+
+    /// [`floats`](Archive::floats) for a parameter, which may also be
+    /// stored as `BF16` (PyTorch's `model.to(torch.bfloat16)`): the bytes
+    /// and their element type.
+    pub(crate) fn param_floats<T: Float>(
+        &self,
+        op: &'static str,
+        name: &str,
+        shape: &[usize],
+        location: Caller,
+    ) -> Result<(&'a [u8], Dtype), GradError> {
+        self.floats_of::<T>(op, name, shape, &[dtype_of::<T>(), Dtype::BF16], location)
+    }
+
+    fn floats_of<T: Float>(
+        &self,
+        op: &'static str,
+        name: &str,
+        shape: &[usize],
+        accepted: &[Dtype],
+        location: Caller,
+    ) -> Result<(&'a [u8], Dtype), GradError> {
         let view = self.tensors.tensor(name).map_err(|_| self.missing(op, name, location))?;
         let (file, tensor) = (self.file.as_str().into(), name.into());
-        if view.dtype() != dtype_of::<T>() {
+        if !accepted.contains(&view.dtype()) {
             let kind = ErrorKind::TensorDtype {
                 file,
                 tensor,
@@ -165,7 +189,7 @@ impl<'a> Archive<'a> {
             let shapes = vec![shape.to_vec(), view.shape().to_vec()];
             return Err(GradError::new(op, kind, shapes, location));
         }
-        Ok(view.data())
+        Ok((view.data(), view.dtype()))
     }
 
     /// The value of the scalar `I64` tensor `name`.

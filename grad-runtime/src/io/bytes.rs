@@ -45,9 +45,36 @@ pub(crate) fn decode_into<T: Float>(bytes: &[u8], out: &mut [T]) {
     }
 }
 
+/// Fills `out` from little-endian `BF16` bytes (two per element), each
+/// widened exactly: a bf16 is the top half of an `f32`'s bits.
+pub(crate) fn decode_bf16_into<T: Float>(bytes: &[u8], out: &mut [T]) {
+    for (slot, chunk) in out.iter_mut().zip(bytes.chunks_exact(2)) {
+        let bits = u16::from_le_bytes([chunk[0], chunk[1]]);
+        // Exact both ways: every f32 is an f64, and back.
+        *slot = T::from_f64(f64::from(f32::from_bits(u32::from(bits) << 16)));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bf16_elements_widen_exactly() {
+        // 1.5, -2^-133 (a bf16 denormal), +inf, a NaN, the largest bf16.
+        let halves: [u16; 5] = [0x3fc0, 0x8001, 0x7f80, 0x7fc1, 0x7f7f];
+        let bytes: Vec<u8> = halves.iter().flat_map(|h| h.to_le_bytes()).collect();
+        let mut out = [0.0f32; 5];
+        decode_bf16_into(&bytes, &mut out);
+        assert_eq!(out[0], 1.5);
+        assert_eq!(out[1], -(2.0f64.powi(-133) as f32));
+        assert_eq!(out[2], f32::INFINITY);
+        assert!(out[3].is_nan());
+        assert_eq!(out[4].to_bits(), 0x7f7f_0000);
+        let mut wide = [0.0f64; 5];
+        decode_bf16_into(&bytes, &mut wide);
+        assert_eq!(wide[1], -(2.0f64.powi(-133)));
+    }
 
     #[test]
     fn elements_round_trip_bit_for_bit() {

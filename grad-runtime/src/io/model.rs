@@ -5,9 +5,11 @@ use std::collections::HashSet;
 use std::panic::Location;
 use std::path::Path;
 
+use safetensors::Dtype;
+
 use super::LoadOptions;
 use super::archive::{Archive, Writer, read_file};
-use super::bytes::decode_into;
+use super::bytes::{decode_bf16_into, decode_into};
 use crate::error::{ErrorKind, GradError};
 use crate::tape::NodeId;
 use crate::{Float, Tape, Var};
@@ -51,7 +53,7 @@ pub(crate) fn load<T: Float>(
     let archive = Archive::parse(OP, &path.display().to_string(), &bytes, location)?;
     let mut staged = Vec::with_capacity(named.len());
     for ((name, _), &id) in named.iter().zip(&ids) {
-        staged.push((id, archive.floats::<T>(OP, name, tape.shape(id), location)?));
+        staged.push((id, archive.param_floats::<T>(OP, name, tape.shape(id), location)?));
     }
     if !options.allow_unexpected {
         let known: HashSet<&str> = named.iter().map(|(name, _)| name.as_str()).collect();
@@ -60,8 +62,11 @@ pub(crate) fn load<T: Float>(
         }
     }
     // Everything is checked: from here nothing can fail.
-    for (id, data) in staged {
-        decode_into(data, tape.value_mut(id));
+    for (id, (data, dtype)) in staged {
+        match dtype {
+            Dtype::BF16 => decode_bf16_into(data, tape.value_mut(id)),
+            _ => decode_into(data, tape.value_mut(id)),
+        }
     }
     Ok(())
 }
