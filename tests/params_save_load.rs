@@ -251,7 +251,7 @@ fn set_value_checks_the_shape_and_changes_nothing_on_error() {
 fn one_tensor_file(dtype: &str, shape: &[usize], data: &[u8]) -> Vec<u8> {
     let header = serde_json::json!({ "w": { "dtype": dtype, "shape": shape, "data_offsets": [0, data.len()] } });
     let mut header = header.to_string().into_bytes();
-    while header.len() % 8 != 0 {
+    while !header.len().is_multiple_of(8) {
         header.push(b' ');
     }
     let mut file = (header.len() as u64).to_le_bytes().to_vec();
