@@ -224,6 +224,33 @@ fn backward_uses_the_precision_of_the_forward() {
 }
 
 #[test]
+fn recorded_gradients_use_the_precision_of_the_forward_too() {
+    // grad_graph records a product's gradient products in the product's
+    // precision: the same values whatever the tape's setting when it runs,
+    // and those of the kernel backward.
+    let mut rng = Rng::new(5);
+    let (a, b) = (f32_array(&mut rng, &[20, 40]), f32_array(&mut rng, &[40, 15]));
+    let run = |switch_back: bool| {
+        let mut tape = bf16_tape();
+        let (va, vb) = (tape.param(a.clone()), tape.param(b.clone()));
+        let c = g_matmul(&mut tape, va, vb);
+        let squared = g_mul(&mut tape, c, c);
+        let loss = g_sum(&mut tape, squared);
+        if switch_back {
+            tape.set_matmul_precision(Precision::F32).unwrap();
+        }
+        let recorded = tape.grad_graph(loss, &[va, vb]).unwrap();
+        tape.backward(loss).unwrap();
+        assert_eq!(tape.matmul_precision(), if switch_back { Precision::F32 } else { Precision::Bf16 });
+        let values: Vec<ArrayD<f32>> = recorded.iter().map(|&g| tape.value(g).to_owned()).collect();
+        (values, [tape.grad(va).to_owned(), tape.grad(vb).to_owned()])
+    };
+    let (recorded, kernel) = run(false);
+    assert_eq!(run(true).0, recorded);
+    assert_eq!(recorded, kernel.to_vec());
+}
+
+#[test]
 fn an_f64_tape_refuses_bf16_and_keeps_f32() {
     let mut tape = Tape::<f64>::new();
     let error = tape.set_matmul_precision(Precision::Bf16).unwrap_err();

@@ -35,6 +35,29 @@ pub(crate) fn backward<T: Float>(
     wants: &dyn Fn(NodeId) -> bool,
     add: &mut Sink<'_, T>,
 ) -> Result<Option<Var>, &'static str> {
+    // A product's gradient products are recorded in the precision the
+    // product was (as its kernel backward computes them), whatever the
+    // tape's setting is now.
+    let recorded = match *op {
+        Op::MatMul(_, _, precision) | Op::Bmm(_, _, precision) => precision,
+        Op::Conv2d { spec, .. } => spec.precision,
+        _ => return rule(tp, op, id, g, wants, add),
+    };
+    let outer = tp.swap_matmul_precision(recorded);
+    let result = rule(tp, op, id, g, wants, add);
+    tp.swap_matmul_precision(outer);
+    result
+}
+
+/// [`backward`]'s one `match`, an arm per op.
+fn rule<T: Float>(
+    tp: &mut Tape<T>,
+    op: &Op<T>,
+    id: NodeId,
+    g: Var,
+    wants: &dyn Fn(NodeId) -> bool,
+    add: &mut Sink<'_, T>,
+) -> Result<Option<Var>, &'static str> {
     // After a failed op (an allocation refused) every later op is a no-op
     // and its handle names no node: nothing more to record or to read.
     if !tp.is_ok() {

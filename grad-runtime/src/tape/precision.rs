@@ -50,8 +50,8 @@ impl<T: Float> Tape<T> {
     ///
     /// Results are the same bits whatever the thread count and on every
     /// CPU (with or without AVX512-BF16). The higher-order gradients of
-    /// [`grad_graph`](Tape::grad_graph) record their products at the
-    /// tape's setting when it runs.
+    /// [`grad_graph`](Tape::grad_graph) record each product's gradient
+    /// products in the precision that product was recorded with.
     ///
     /// An `f64` tape refuses `Bf16` with [`ErrorKind::PrecisionUnsupported`]
     /// and keeps its setting: it exists for tight gradient checks, which
@@ -85,6 +85,12 @@ impl<T: Float> Tape<T> {
         }
         self.matmul_precision = precision;
         Ok(())
+    }
+
+    /// Sets the precision without the `f64` check (to one a node of this
+    /// tape was recorded with) and returns the one it replaces.
+    pub(crate) fn swap_matmul_precision(&mut self, precision: Precision) -> Precision {
+        std::mem::replace(&mut self.matmul_precision, precision)
     }
 
     /// The precision matrix products are recorded with; see
