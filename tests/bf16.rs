@@ -193,6 +193,14 @@ fn the_setting_applies_to_the_products_alone() {
     assert_eq!((a32, a16.clone()), (a.clone(), a));
 }
 
+/// `sum((a @ b)²)` on `tape`: the parameters and the loss.
+fn squared_product(tape: &mut Tape<f32>, a: &ArrayD<f32>, b: &ArrayD<f32>) -> (Var, Var, Var) {
+    let (va, vb) = (tape.param(a.clone()), tape.param(b.clone()));
+    let c = g_matmul(tape, va, vb);
+    let squared = g_mul(tape, c, c);
+    (va, vb, g_sum(tape, squared))
+}
+
 /// A node keeps the precision it was recorded with: its backward products
 /// are bf16 even when the tape is back to `f32` by the time backward runs.
 #[test]
@@ -201,10 +209,7 @@ fn backward_uses_the_precision_of_the_forward() {
     let (a, b) = (f32_array(&mut rng, &[30, 70]), f32_array(&mut rng, &[70, 25]));
     let run = |switch_back: bool| {
         let mut tape = bf16_tape();
-        let (va, vb) = (tape.param(a.clone()), tape.param(b.clone()));
-        let c = g_matmul(&mut tape, va, vb);
-        let squared = g_mul(&mut tape, c, c);
-        let loss = g_sum(&mut tape, squared);
+        let (va, vb, loss) = squared_product(&mut tape, &a, &b);
         if switch_back {
             tape.set_matmul_precision(Precision::F32).unwrap();
         }
@@ -215,10 +220,7 @@ fn backward_uses_the_precision_of_the_forward() {
     assert_eq!(run(true), (ga.clone(), gb));
     // And bf16 gradients differ from f32 ones.
     let mut tape = Tape::<f32>::new();
-    let (va, vb) = (tape.param(a.clone()), tape.param(b.clone()));
-    let c = g_matmul(&mut tape, va, vb);
-    let squared = g_mul(&mut tape, c, c);
-    let loss = g_sum(&mut tape, squared);
+    let (va, _, loss) = squared_product(&mut tape, &a, &b);
     tape.backward(loss).unwrap();
     assert!(tape.grad(va).to_owned() != ga);
 }
@@ -232,10 +234,7 @@ fn recorded_gradients_use_the_precision_of_the_forward_too() {
     let (a, b) = (f32_array(&mut rng, &[20, 40]), f32_array(&mut rng, &[40, 15]));
     let run = |switch_back: bool| {
         let mut tape = bf16_tape();
-        let (va, vb) = (tape.param(a.clone()), tape.param(b.clone()));
-        let c = g_matmul(&mut tape, va, vb);
-        let squared = g_mul(&mut tape, c, c);
-        let loss = g_sum(&mut tape, squared);
+        let (va, vb, loss) = squared_product(&mut tape, &a, &b);
         if switch_back {
             tape.set_matmul_precision(Precision::F32).unwrap();
         }

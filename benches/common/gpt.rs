@@ -45,21 +45,21 @@ fn linear<T: Float>(tape: &mut Tape<T>, rng: &mut Rng, fan_in: usize, fan_out: u
 
 /// Causal self-attention: `c_attn` projects to queries, keys and values at
 /// once (`[C, 3C]`), `c_proj` joins the heads.
-#[derive(Params, Clone)]
+#[derive(Params, Clone, Copy)]
 pub struct Attention {
     pub c_attn: Linear,
     pub c_proj: Linear,
 }
 
 /// The MLP: `C → 4C`, GELU (tanh form), `4C → C`.
-#[derive(Params, Clone)]
+#[derive(Params, Clone, Copy)]
 pub struct Mlp {
     pub c_fc: Linear,
     pub c_proj: Linear,
 }
 
 /// One transformer block, pre-norm.
-#[derive(Params, Clone)]
+#[derive(Params, Clone, Copy)]
 pub struct Block {
     pub ln_1: LayerNorm,
     pub attn: Attention,
@@ -132,7 +132,7 @@ impl Gpt {
         let n_head = self.config.n_head;
         for block in &self.h {
             x = if self.checkpoint || tape.is_inference() {
-                let block = block.clone();
+                let block = *block;
                 tape.checkpoint(move |t| Gpt::block(t, &block, n_head, x))
             } else {
                 Gpt::block(tape, block, n_head, x)

@@ -65,13 +65,15 @@ impl<T: Float> Segment<T> {
         if !tp.is_ok() {
             return None;
         }
-        let reason = match tp.check(y) {
-            Err(_) => "returned a handle it did not compute",
-            Ok(id) if id < start => "returned a node from before it when recomputed",
-            Ok(id) if tp.shape(id) != shape => "computed a value of another shape when recomputed",
+        let (reason, got) = match tp.check(y) {
+            Err(_) => ("returned a handle it did not compute", Vec::new()),
+            Ok(id) if id < start => ("returned a node from before it when recomputed", tp.shape(id).to_vec()),
+            Ok(id) if tp.shape(id) != shape => {
+                ("computed a value of another shape when recomputed", tp.shape(id).to_vec())
+            }
             Ok(_) => return Some(y),
         };
-        let shapes = vec![shape.to_vec(), tp.check(y).map(|id| tp.shape(id).to_vec()).unwrap_or_default()];
+        let shapes = vec![shape.to_vec(), got];
         tp.record(GradError::new(OP, ErrorKind::Segment { reason }, shapes, location));
         None
     }
@@ -228,19 +230,19 @@ impl<T: Float> Tape<T> {
     /// it), or `None` after dropping the segment's nodes when the body
     /// failed or returned a handle that names no node of this tape.
     fn segment_output(&mut self, start: NodeId, y: Var, location: &'static Location<'static>) -> Option<NodeId> {
-        let id = match self.check(y) {
-            _ if !self.is_ok() => None,
-            Ok(id) => return Some(id),
-            Err(_) => {
-                let kind = ErrorKind::Segment { reason: "returned a handle it did not compute" };
-                self.record(GradError::new(OP, kind, Vec::new(), location));
-                None
+        if self.is_ok() {
+            match self.check(y) {
+                Ok(id) => return Some(id),
+                Err(_) => {
+                    let kind = ErrorKind::Segment { reason: "returned a handle it did not compute" };
+                    self.record(GradError::new(OP, kind, Vec::new(), location));
+                }
             }
-        };
+        }
         if self.nodes.len() > start {
             self.drop_segment(start);
         }
-        id
+        None
     }
 
     /// Moves a node's value out (the node keeps an empty one, dropped next).
