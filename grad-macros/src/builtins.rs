@@ -62,21 +62,11 @@ pub(crate) struct Param {
 pub(crate) enum Fusion {
     /// Never: a region ends at it, and its result is an input of the region around it.
     No,
-    /// An elementwise function: its kernel calls
-    /// `grad_runtime::dsl::scalar::<name>` and `<name>_df`, whose
-    /// derivative reads what its unfused rule reads.
-    Elementwise(Reads),
+    /// An elementwise function: a step of the region's plan, named as the
+    /// built-in (`grad_runtime::dsl::step::<name>`).
+    Elementwise,
     /// `sum(x)` and `mean(x)`: folded into the region they reduce.
     Fold,
-}
-
-/// What an elementwise derivative reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Reads {
-    /// The input `x` (`relu`, `log`, `gelu`, ...).
-    Input,
-    /// The output `y` (`sigmoid`, `tanh`, `exp`, `sqrt`).
-    Output,
 }
 
 /// A built-in function of the DSL.
@@ -128,13 +118,13 @@ const fn row(name: &'static str, func: &'static str, params: &'static [Param], r
     Builtin { name, func, params, rule, fusion: Fusion::No }
 }
 
-/// An elementwise built-in whose derivative reads `reads`.
-const fn elementwise(name: &'static str, func: &'static str, params: &'static [Param], reads: Reads) -> Builtin {
-    Builtin { name, func, params, rule: Rule::Same, fusion: Fusion::Elementwise(reads) }
+/// An elementwise built-in.
+const fn elementwise(name: &'static str, func: &'static str, params: &'static [Param]) -> Builtin {
+    Builtin { name, func, params, rule: Rule::Same, fusion: Fusion::Elementwise }
 }
 
-const fn unary(name: &'static str, func: &'static str, reads: Reads) -> Builtin {
-    elementwise(name, func, &[X], reads)
+const fn unary(name: &'static str, func: &'static str) -> Builtin {
+    elementwise(name, func, &[X])
 }
 
 /// `sum(x)` or `mean(x)`: every element to a scalar, folded into a region.
@@ -146,19 +136,19 @@ const fn fold(name: &'static str, func: &'static str) -> Builtin {
 /// several rows with different arities (`sum(x)`, `sum(x, axis)`).
 pub(crate) const BUILTINS: &[Builtin] = &[
     // ops/unary.rs (the operators of ops/arithmetic.rs are in `operator`).
-    unary("relu", "g_relu", Reads::Input),
-    unary("sigmoid", "g_sigmoid", Reads::Output),
-    unary("tanh", "g_tanh", Reads::Output),
-    unary("exp", "g_exp", Reads::Output),
-    unary("log", "g_log", Reads::Input),
-    unary("sqrt", "g_sqrt", Reads::Output),
-    unary("abs", "g_abs", Reads::Input),
-    unary("gelu", "g_gelu", Reads::Input),
-    unary("silu", "g_silu", Reads::Input),
-    unary("softplus", "g_softplus", Reads::Input),
-    elementwise("pow", "g_pow", &[X, param("p", Kind::Scalar)], Reads::Input),
-    elementwise("leaky_relu", "g_leaky_relu", &[X, param("slope", Kind::Scalar)], Reads::Input),
-    elementwise("clamp", "g_clamp", &[X, param("lo", Kind::Scalar), param("hi", Kind::Scalar)], Reads::Input),
+    unary("relu", "g_relu"),
+    unary("sigmoid", "g_sigmoid"),
+    unary("tanh", "g_tanh"),
+    unary("exp", "g_exp"),
+    unary("log", "g_log"),
+    unary("sqrt", "g_sqrt"),
+    unary("abs", "g_abs"),
+    unary("gelu", "g_gelu"),
+    unary("silu", "g_silu"),
+    unary("softplus", "g_softplus"),
+    elementwise("pow", "g_pow", &[X, param("p", Kind::Scalar)]),
+    elementwise("leaky_relu", "g_leaky_relu", &[X, param("slope", Kind::Scalar)]),
+    elementwise("clamp", "g_clamp", &[X, param("lo", Kind::Scalar), param("hi", Kind::Scalar)]),
     // ops/reduce.rs
     fold("sum", "g_sum"),
     row("sum", "g_sum_axis", &[X, AXIS, KEEPDIM], Rule::ReduceAxis),

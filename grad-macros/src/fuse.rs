@@ -4,14 +4,14 @@
 //! as a plan of steps in the order the unfused expansion would run them.
 //! Its leaves are what it reads: names, Rust values and the results of
 //! other operations (a matrix product, a user's function, a region that
-//! was cut off). Numbers written as literals are constants of its kernel;
-//! numbers held in Rust (a number `let`, a scalar argument given by name)
-//! are its run-time parameters. A region of one operation is not fused:
-//! it is its own `g_*` call.
+//! was cut off). Its numbers, written as literals or held in Rust (a
+//! number `let`, a scalar argument given by name), are its scalar
+//! parameters. A region of one operation is not fused: it is its own
+//! `g_*` call.
 //!
 //! The expansion asks for the region rooted at each expression it is about
 //! to expand, so a `let` name and the block's result are always node
-//! boundaries; `derive.rs` writes a region's kernel.
+//! boundaries; `expand/region.rs` writes a region's plan.
 
 use proc_macro2::{Ident, Span};
 
@@ -40,11 +40,8 @@ pub(crate) struct Region<'a> {
     /// The operations, each after the ones it reads; a fold is last.
     pub(crate) steps: Vec<Step>,
     pub(crate) leaves: Vec<Leaf<'a>>,
-    /// Numbers held in Rust, read at run time.
+    /// The numbers it reads, literals and Rust values alike.
     pub(crate) params: Vec<&'a Expr>,
-    /// Numbers written as literals (and arithmetic on them): compiled
-    /// into the kernel.
-    pub(crate) consts: Vec<&'a Expr>,
 }
 
 /// One operation of a region.
@@ -70,7 +67,6 @@ pub(crate) enum StepOp {
 pub(crate) enum Src {
     Leaf(usize),
     Param(usize),
-    Const(usize),
     Step(usize),
 }
 
@@ -85,14 +81,7 @@ pub(crate) struct Leaf<'a> {
 /// The region rooted at `e`, if `e` starts one of two operations or more.
 /// `name` says what each identifier is.
 pub(crate) fn region<'a>(e: &'a Expr, name: &dyn Fn(&Ident) -> Name) -> Option<Region<'a>> {
-    let mut c = Collector {
-        name,
-        cuts: Vec::new(),
-        steps: Vec::new(),
-        leaves: Vec::new(),
-        params: Vec::new(),
-        consts: Vec::new(),
-    };
+    let mut c = Collector { name, cuts: Vec::new(), steps: Vec::new(), leaves: Vec::new(), params: Vec::new() };
     match &e.kind {
         ExprKind::Call { func, args, callee: Callee::Builtin(b), .. } if b.fusion == Fusion::Fold => {
             let [Arg::Expr(x)] = args.as_slice() else { return None };
@@ -109,8 +98,8 @@ pub(crate) fn region<'a>(e: &'a Expr, name: &dyn Fn(&Ident) -> Name) -> Option<R
         }
         _ => return None,
     }
-    let Collector { steps, leaves, params, consts, .. } = c;
-    (steps.len() >= 2).then_some(Region { root: e, steps, leaves, params, consts })
+    let Collector { steps, leaves, params, .. } = c;
+    (steps.len() >= 2).then_some(Region { root: e, steps, leaves, params })
 }
 
 struct Collector<'a, 'n> {
@@ -120,7 +109,6 @@ struct Collector<'a, 'n> {
     steps: Vec<Step>,
     leaves: Vec<Leaf<'a>>,
     params: Vec<&'a Expr>,
-    consts: Vec<&'a Expr>,
 }
 
 impl<'a> Collector<'a, '_> {
@@ -163,15 +151,10 @@ impl<'a> Collector<'a, '_> {
         (srcs.len() == builtin.params.len()).then_some(srcs)
     }
 
-    /// A number: a constant when written as literals, else a parameter.
+    /// A number: a parameter of the region.
     fn number(&mut self, e: &'a Expr) -> Src {
-        if is_literal(e) {
-            self.consts.push(e);
-            Src::Const(self.consts.len() - 1)
-        } else {
-            self.params.push(e);
-            Src::Param(self.params.len() - 1)
-        }
+        self.params.push(e);
+        Src::Param(self.params.len() - 1)
     }
 
     /// A leaf; one name read twice is one leaf.
@@ -194,7 +177,7 @@ impl<'a> Collector<'a, '_> {
         match &e.kind {
             ExprKind::Binary { op, .. } => *op != BinOp::MatMul && !self.is_number(e),
             ExprKind::Neg { .. } => !self.is_number(e),
-            ExprKind::Call { callee: Callee::Builtin(b), .. } => matches!(b.fusion, Fusion::Elementwise(_)),
+            ExprKind::Call { callee: Callee::Builtin(b), .. } => b.fusion == Fusion::Elementwise,
             _ => false,
         }
     }
@@ -249,15 +232,5 @@ impl<'a> Collector<'a, '_> {
             uses[largest] = 1;
         }
         uses.iter().sum()
-    }
-}
-
-/// Whether `e` is literals and arithmetic on them (no Rust value).
-fn is_literal(e: &Expr) -> bool {
-    match &e.kind {
-        ExprKind::Number(_) => true,
-        ExprKind::Neg { operand, .. } => is_literal(operand),
-        ExprKind::Binary { op, lhs, rhs, .. } => *op != BinOp::MatMul && is_literal(lhs) && is_literal(rhs),
-        _ => false,
     }
 }

@@ -11,7 +11,7 @@
 //! messages in `explain.rs`) →
 //! `expand.rs` (code generation, with `operand.rs`), which asks `fuse.rs`
 //! for the fused region rooted at each expression and expands it with
-//! `expand/region.rs`, its kernel derived by `derive.rs`. `builtins.rs` is the
+//! `expand/region.rs`, as a `static` plan the runtime interprets. `builtins.rs` is the
 //! one table of built-in functions; `literal.rs` owns numbers (literals,
 //! axes, dims-list entries). Every mistake is a spanned `compile_error!`,
 //! several at once when they are independent, in the order they are
@@ -26,7 +26,6 @@
 mod ast;
 mod builtins;
 mod check;
-mod derive;
 mod error;
 mod expand;
 mod explain;

@@ -11,10 +11,9 @@
 //! - [`Declared`]: the run-time check of the block's shape declarations.
 //! - [`size_div`], [`size_sub`]: an exact quotient and a difference of sizes
 //!   in a dims list (`C / H`, `T - 1`), checked at run time.
-//! - [`fused`], [`Kernel`], [`step`], [`scalar`], [`here`]: a fused region
-//!   (a chain of elementwise ops recorded as one node): the call, the
-//!   trait of the kernel type the macro writes for it, the constructors of
-//!   its plan, the per-element functions its kernel calls, and the source
+//! - [`fused`], [`Plan`], [`step`], [`here`]: a fused region (a chain of
+//!   elementwise ops recorded as one node): the call, the `static` plan the
+//!   macro writes for it, the constructors of its steps, and the source
 //!   location of each of its ops.
 //! - [`OP_FUNCTIONS`]: every public op, for the built-in link test.
 
@@ -26,7 +25,7 @@ use ndarray::{Dimension, arr0};
 
 use crate::error::{ErrorKind, GradError};
 pub use crate::ops::OP_FUNCTIONS;
-pub use crate::ops::fused::{Func, Kernel, Src, Step, StepOp, fused, scalar, step};
+pub use crate::ops::fused::{Func, Plan, Src, Step, StepOp, fused, step};
 use crate::{Float, Indices, Tape, Var, g_add, g_adds, g_div, g_mul, g_muls, g_neg, g_sub};
 
 /// The tape of a `grad!` block. The expansion calls `(TAPE).as_tape()`:

@@ -97,9 +97,23 @@ impl Float for f64 {
     }
 }
 
+// The sealed trait's methods name crate-private types (the sink, the fused
+// node): nothing outside the crate can name the trait, so none can call them.
+#[allow(private_interfaces)]
 mod sealed {
+    use std::cell::RefCell;
+    use std::panic::Location;
+
+    use crate::dsl::Operand;
+    use crate::ops::fused::{self, Fused, Plan};
+    use crate::ops::sink::GradSink;
+    use crate::tensor::{Tensor, TensorRef};
+    use crate::{Tape, Var};
+
     /// What only the crate sees of a [`Float`](super::Float): the view of
-    /// its buffers as `f32`, where the bf16 products start.
+    /// its buffers as `f32`, where the bf16 products start; per-thread
+    /// scratch; and the fused regions' interpreter, compiled here once for
+    /// each type (a `grad!` block's crate calls it, and compiles none of it).
     pub trait Sealed: Sized {
         /// True for `f32`.
         fn is_f32() -> bool;
@@ -107,6 +121,48 @@ mod sealed {
         fn f32_slice(x: &[Self]) -> Option<&[f32]>;
         /// `x` as `f32`s: `Some` for `f32` alone.
         fn f32_slice_mut(x: &mut [Self]) -> Option<&mut [f32]>;
+        /// Runs `f` on `len` elements of this thread's scratch (their
+        /// contents unspecified), grown once and kept: so a kernel that
+        /// needs a few tiles allocates nothing after its first call. `f`
+        /// must not ask for scratch itself.
+        fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [Self]) -> R) -> R;
+        /// Records a fused region ([`fused::fused`]).
+        fn record_fused(
+            tp: &mut Tape<Self>,
+            plan: &'static Plan,
+            leaves: &[Operand<Self>],
+            params: &[Self],
+            caller: &'static Location<'static>,
+        ) -> Var
+        where
+            Self: super::Float;
+        /// A fused node's backward rule.
+        fn fused_backward(
+            sink: &mut GradSink<'_, Self>,
+            g: &TensorRef<'_, Self>,
+            out: &Tensor<Self>,
+            node: &Fused<Self>,
+        ) where
+            Self: super::Float;
+    }
+
+    /// The scratch of [`Sealed::with_scratch`] for one type.
+    fn scratch<T: Copy + Default, R>(
+        key: &'static std::thread::LocalKey<RefCell<Vec<T>>>,
+        len: usize,
+        f: impl FnOnce(&mut [T]) -> R,
+    ) -> R {
+        key.with_borrow_mut(|buffer| {
+            if buffer.len() < len {
+                buffer.resize(len, T::default());
+            }
+            f(&mut buffer[..len])
+        })
+    }
+
+    thread_local! {
+        static SCRATCH_F32: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+        static SCRATCH_F64: RefCell<Vec<f64>> = const { RefCell::new(Vec::new()) };
     }
 
     impl Sealed for f32 {
@@ -119,6 +175,24 @@ mod sealed {
         fn f32_slice_mut(x: &mut [f32]) -> Option<&mut [f32]> {
             Some(x)
         }
+        #[inline]
+        fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
+            scratch(&SCRATCH_F32, len, f)
+        }
+        #[inline(never)]
+        fn record_fused(
+            tp: &mut Tape<f32>,
+            plan: &'static Plan,
+            leaves: &[Operand<f32>],
+            params: &[f32],
+            caller: &'static Location<'static>,
+        ) -> Var {
+            fused::record(tp, plan, leaves, params, caller)
+        }
+        #[inline(never)]
+        fn fused_backward(sink: &mut GradSink<'_, f32>, g: &TensorRef<'_, f32>, out: &Tensor<f32>, node: &Fused<f32>) {
+            fused::backward(sink, g, out, node)
+        }
     }
 
     impl Sealed for f64 {
@@ -130,6 +204,24 @@ mod sealed {
         }
         fn f32_slice_mut(_: &mut [f64]) -> Option<&mut [f32]> {
             None
+        }
+        #[inline]
+        fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [f64]) -> R) -> R {
+            scratch(&SCRATCH_F64, len, f)
+        }
+        #[inline(never)]
+        fn record_fused(
+            tp: &mut Tape<f64>,
+            plan: &'static Plan,
+            leaves: &[Operand<f64>],
+            params: &[f64],
+            caller: &'static Location<'static>,
+        ) -> Var {
+            fused::record(tp, plan, leaves, params, caller)
+        }
+        #[inline(never)]
+        fn fused_backward(sink: &mut GradSink<'_, f64>, g: &TensorRef<'_, f64>, out: &Tensor<f64>, node: &Fused<f64>) {
+            fused::backward(sink, g, out, node)
         }
     }
 }

@@ -1,34 +1,34 @@
-//! The expansion of a fused region (`fuse.rs` plans it, `derive.rs`
-//! writes its kernel): its leaves are expanded as operands, in the order
-//! written (a product or a user's call is bound to a temporary first), its
-//! numbers as scalars of the tape's type (its run-time parameters passed
-//! to the call, its constants written into the kernel), and the region
-//! becomes one `grad_runtime::dsl::fused` call beside the declaration of
-//! its kernel.
+//! The expansion of a fused region (`fuse.rs` plans it): its leaves are
+//! expanded as operands, in the order written (a product or a user's call
+//! is bound to a temporary first), its numbers as scalars of the tape's
+//! type, and the region becomes one `grad_runtime::dsl::fused` call
+//! beside a `static` [plan](grad_runtime::dsl::Plan): the steps, each
+//! step's source location, the counts of leaves and scalars. The runtime
+//! interprets the plan, so a region adds data to the user's crate, not
+//! code to compile.
 
-use proc_macro2::{Ident, Span, TokenStream};
+use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::{quote, quote_spanned};
 
 use super::Expander;
-use crate::derive;
+use crate::ast::BinOp;
 use crate::error::{Error, Errors, Result};
-use crate::fuse::{Leaf, Region};
+use crate::fuse::{Leaf, Region, Src, Step, StepOp};
 use crate::operand::Value;
 
 impl Expander {
-    /// `fused(tape, __Region0, [leaves], [params])`, with the kernel
-    /// `__Region0` declared among the statements before it.
+    /// `fused(tape, &__GRAD_REGION_0, [leaves], [params])`, with the plan
+    /// `__GRAD_REGION_0` declared among the statements before it.
     pub(super) fn region(&mut self, region: &Region) -> Result<Value> {
         let mut errors = Errors::default();
         let leaves: Vec<TokenStream> = region.leaves.iter().filter_map(|l| errors.keep(self.leaf(l))).collect();
         let params: Vec<TokenStream> = region.params.iter().filter_map(|p| errors.keep(self.param(p))).collect();
-        let consts: Vec<TokenStream> = region.consts.iter().filter_map(|c| errors.keep(self.param(c))).collect();
         errors.finish(())?;
-        let ty = Ident::new(&format!("__Region{}", self.regions), Span::mixed_site());
+        let plan = Ident::new(&format!("__GRAD_REGION_{}", self.regions), Span::mixed_site());
         self.regions += 1;
-        self.stmts.push(derive::kernel(region, &ty, &consts));
+        self.stmts.push(declare(region, &plan));
         let tape = &self.tape;
-        Ok(Value::Var(quote!(::grad_runtime::dsl::fused(#tape, #ty, [#(#leaves),*], [#(#params),*]))))
+        Ok(Value::Var(quote!(::grad_runtime::dsl::fused(#tape, &#plan, [#(#leaves),*], [#(#params),*]))))
     }
 
     /// A leaf as an `Operand`: a `Var`, or a free name that may be a
@@ -53,4 +53,50 @@ impl Expander {
             Value::Var(_) | Value::Flag(_) => Err(Error::new(e.span, format!("`{e}` is not a number"))),
         }
     }
+}
+
+/// `static PLAN: Plan = Plan::new(name, &[steps], &[sites], leaves, params);`
+fn declare(region: &Region, plan: &Ident) -> TokenStream {
+    let name = format!("fused {}", region.root);
+    let steps = region.steps.iter().map(plan_entry);
+    let sites = region.steps.iter().map(|s| quote_spanned!(s.span=> ::grad_runtime::dsl::here()));
+    let (n, p) = (Literal::usize_unsuffixed(region.leaves.len()), Literal::usize_unsuffixed(region.params.len()));
+    quote! {
+        static #plan: ::grad_runtime::dsl::Plan = ::grad_runtime::dsl::Plan::new(
+            #name,
+            {
+                use ::grad_runtime::dsl::step::*;
+                &[#(#steps),*]
+            },
+            &[#(#sites),*],
+            #n,
+            #p,
+        );
+    }
+}
+
+/// A step as the runtime's plan writes it: `mul(leaf(0), param(0))`.
+fn plan_entry(step: &Step) -> TokenStream {
+    let args = step.args.iter().map(|src| match *src {
+        Src::Leaf(k) => call("leaf", k),
+        Src::Param(k) => call("param", k),
+        Src::Step(k) => call("step", k),
+    });
+    let f = Ident::new(
+        match step.op {
+            StepOp::Binary(BinOp::Add) => "add",
+            StepOp::Binary(BinOp::Sub) => "sub",
+            StepOp::Binary(BinOp::Mul) => "mul",
+            StepOp::Binary(_) => "div",
+            StepOp::Neg => "neg",
+            StepOp::Call(b) | StepOp::Fold(b) => b.name,
+        },
+        Span::call_site(),
+    );
+    quote!(#f(#(#args),*))
+}
+
+fn call(f: &str, k: usize) -> TokenStream {
+    let (f, k) = (Ident::new(f, Span::call_site()), Literal::usize_unsuffixed(k));
+    quote!(#f(#k))
 }

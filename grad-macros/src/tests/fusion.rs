@@ -6,12 +6,16 @@
 use super::{errors, run};
 
 /// The number of regions in the expansion of `input`, and each one's
-/// input count (`Kernel<T, N, P>`).
+/// input count (`Plan::new(name, steps, sites, leaves, params)`).
 fn regions(input: &str) -> Vec<usize> {
     let text = run(input).unwrap_or_else(|e| panic!("`{input}` failed: {:?}", e.messages())).to_string();
-    text.split(":: dsl :: Kernel < T ,")
+    text.split(":: dsl :: Plan :: new (")
         .skip(1)
-        .map(|rest| rest.trim_start().split(' ').next().and_then(|n| n.parse().ok()).expect("an input count"))
+        .map(|rest| {
+            let args = rest.split(") ;").next().expect("the plan's arguments");
+            let counts: Vec<&str> = args.split(',').map(str::trim).filter(|a| !a.is_empty()).collect();
+            counts[counts.len() - 2].parse().expect("an input count")
+        })
         .collect()
 }
 

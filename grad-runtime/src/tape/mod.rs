@@ -123,18 +123,6 @@ pub struct Tape<T: Float = f32> {
     matmul_precision: Precision,
     /// `grad_graph`'s working vectors, kept for the next call.
     graph_scratch: grad_graph::GraphScratch,
-    /// The fused regions of `grad!` blocks recorded as their unfused ops
-    /// instead (see [`unfused_regions`](Tape::unfused_regions)).
-    unfused: Vec<UnfusedRegion>,
-}
-
-/// A fused region recorded as its unfused ops: nodes `first..end`.
-#[derive(Clone, Copy, Debug)]
-struct UnfusedRegion {
-    first: NodeId,
-    end: NodeId,
-    kernel: &'static str,
-    site: &'static Location<'static>,
 }
 
 impl<T: Float> Default for Tape<T> {
@@ -163,7 +151,6 @@ impl<T: Float> Tape<T> {
             keep_intermediate_grads: true,
             matmul_precision: Precision::F32,
             graph_scratch: grad_graph::GraphScratch::default(),
-            unfused: Vec::new(),
         }
     }
 
@@ -309,41 +296,6 @@ impl<T: Float> Tape<T> {
         }
         self.nodes.truncate(keep);
         self.locations.truncate(keep);
-        self.unfused.retain(|region| region.end <= keep);
-    }
-
-    /// How many fused regions of `grad!` blocks now on the tape were
-    /// recorded as their unfused ops instead of one node: a region in
-    /// which a value that carries a gradient is broadcast to a larger
-    /// shape (`tanh(b1 + b2) * x`, the biases smaller than `x`), whose
-    /// fused gradient could not equal the unfused one bit for bit. The
-    /// tape's `Debug` listing names each one, its nodes and its line.
-    /// Never silent: a block that should be one node and is not shows here.
-    ///
-    /// ```
-    /// use grad_runtime::{grad, ndarray::array, Tape};
-    ///
-    /// let mut tape = Tape::<f32>::new();
-    /// let x = tape.param(array![[1.0f32, 2.0], [3.0, 4.0]]);
-    /// let (b1, b2) = (tape.param(array![0.5f32, 0.5]), tape.param(array![1.0f32, 1.0]));
-    /// let fused = grad!(tape; tanh(x * 0.5) + b1);
-    /// assert_eq!(tape.unfused_regions(), 0);
-    /// let unfused = grad!(tape; tanh(b1 + b2) * x);
-    /// assert_eq!(tape.unfused_regions(), 1);
-    /// assert!(format!("{tape:?}").contains("unfused region"));
-    /// # let _ = (fused, unfused);
-    /// ```
-    pub fn unfused_regions(&self) -> usize {
-        self.unfused.len()
-    }
-
-    /// Notes that nodes `first..` (to the end) are a fused region `kernel`
-    /// (at `site`) recorded as its unfused ops.
-    pub(crate) fn note_unfused(&mut self, first: NodeId, kernel: &'static str, site: &'static Location<'static>) {
-        let end = self.nodes.len();
-        if end > first {
-            self.unfused.push(UnfusedRegion { first, end, kernel, site });
-        }
     }
 
     /// True until an op fails or a handle is misused; see [`error`](Tape::error).
@@ -753,17 +705,6 @@ impl<T: Float> fmt::Debug for Tape<T> {
         writeln!(f, "Tape {} ({} nodes, generation {}) {{", self.id, self.nodes.len(), self.generation)?;
         for (index, node) in self.nodes.iter().enumerate() {
             writeln!(f, "    #{index} {} {}", node.op.name(), ShapeDisplay(node.value.shape()))?;
-        }
-        for region in &self.unfused {
-            let UnfusedRegion { first, end, kernel, site } = *region;
-            writeln!(
-                f,
-                "    unfused region `{kernel}` (at {}:{}): nodes #{first}..#{} are its ops, one node each, because a \
-                 value inside it that carries a gradient is broadcast to a larger shape",
-                site.file(),
-                site.line(),
-                end - 1
-            )?;
         }
         if let Some(error) = self.error() {
             writeln!(f, "    poisoned: {error}")?;

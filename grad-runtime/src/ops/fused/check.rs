@@ -3,9 +3,9 @@
 //! that its operands broadcast (and `clamp` its bounds), and the first
 //! failure poisons the tape exactly as that op would: its name (`g_add`,
 //! or `g_adds` for a Rust scalar), its inputs' shapes and the location of
-//! its operator in the `grad!` block. The walk also finds whether the
-//! fused gradient equals the unfused one bit for bit (see [`Checked`]).
-//! Nothing is allocated unless an error is recorded.
+//! its operator in the `grad!` block. The walk also finds the shape the
+//! region computes on (see [`Checked`]). Nothing is allocated unless an
+//! error is recorded.
 
 use std::panic::Location;
 
@@ -23,32 +23,23 @@ use crate::{Float, Tape};
 pub(crate) struct Checked {
     /// The shape of the elementwise root (a folded sum's operand).
     pub(crate) shape: IxDyn,
-    /// False when a value inside the region that carries a gradient is
-    /// broadcast to a larger shape (`tanh(b1 + b2) * x`, the biases
-    /// smaller than `x`): the unfused ops sum its gradient over the
-    /// broadcast axes before the chain goes on, a fused kernel after it,
-    /// and the roundings differ. Such a region runs as the unfused ops.
-    pub(crate) exact: bool,
 }
 
 /// What a step knows of one operand.
 #[derive(Clone, Debug)]
 enum Seen {
-    /// A tensor (a `Var` leaf, or a step's value), its shape, whether a
-    /// gradient flows through it, and whether it is a step's value.
-    Tensor { shape: IxDyn, grad: bool, step: bool },
+    /// A tensor (a `Var` leaf, or a step's value) and its shape.
+    Tensor { shape: IxDyn },
     /// A number: a parameter, or a leaf that is a Rust scalar.
     Scalar,
     /// A leaf whose handle names no node.
     Bad(ErrorKind),
 }
 
-/// What a region's steps read besides its leaves: its run-time
-/// parameters and its kernel's constants.
+/// What a region's steps read besides its leaves: its scalar parameters.
 #[derive(Clone, Copy)]
 pub(crate) struct Scalars<'a, T> {
     pub(crate) params: &'a [T],
-    pub(crate) constant: fn(usize) -> T,
 }
 
 impl<T: Float> Scalars<'_, T> {
@@ -56,7 +47,6 @@ impl<T: Float> Scalars<'_, T> {
     pub(crate) fn get(&self, src: Src) -> Option<T> {
         match src {
             Src::Param(i) => self.params.get(i).copied(),
-            Src::Const(k) => Some((self.constant)(k)),
             Src::Leaf(_) | Src::Step(_) => None,
         }
     }
@@ -95,9 +85,9 @@ fn walk<T: Float>(
     scalars: Scalars<'_, T>,
     ids: &mut [NodeId],
 ) -> Option<Checked> {
-    let mut walk = Walker { tp, steps, sites, leaves, scalars, ids, exact: true, fold_shape: None };
+    let mut walk = Walker { tp, steps, sites, leaves, scalars, ids, fold_shape: None };
     let Seen::Tensor { shape, .. } = walk.visit(steps.len() - 1)? else { return malformed(walk.tp) };
-    Some(Checked { shape: walk.fold_shape.take().unwrap_or(shape), exact: walk.exact })
+    Some(Checked { shape: walk.fold_shape.take().unwrap_or(shape) })
 }
 
 /// The common case, without a walk: every tensor leaf a live handle of
@@ -134,7 +124,7 @@ fn quick<T: Float>(
         }
     }
     let shape = shape.map_or_else(|| IxDyn(&[]), |id| tp.value_of(id).shape.clone());
-    Some(Checked { shape, exact: true })
+    Some(Checked { shape })
 }
 
 /// Records that a plan (written by `grad!`, never by hand) is not one.
@@ -155,7 +145,6 @@ struct Walker<'a, T: Float> {
     leaves: &'a [Operand<T>],
     scalars: Scalars<'a, T>,
     ids: &'a mut [NodeId],
-    exact: bool,
     /// The shape a folded `sum` or `mean` reduces.
     fold_shape: Option<IxDyn>,
 }
@@ -187,7 +176,6 @@ impl<T: Float> Walker<'_, T> {
     fn resolve(&mut self, src: Src) -> Option<Seen> {
         match src {
             Src::Param(i) if i < self.scalars.params.len() => Some(Seen::Scalar),
-            Src::Const(_) => Some(Seen::Scalar),
             Src::Leaf(i) if i < self.leaves.len() => Some(match self.leaves[i] {
                 Operand::Scalar(_) => {
                     self.ids[i] = SCALAR_LEAF;
@@ -196,7 +184,7 @@ impl<T: Float> Walker<'_, T> {
                 Operand::Var(v) => match self.tp.check(v) {
                     Ok(id) => {
                         self.ids[i] = id;
-                        Seen::Tensor { shape: IxDyn(self.tp.shape(id)), grad: self.tp.requires_grad(id), step: false }
+                        Seen::Tensor { shape: IxDyn(self.tp.shape(id)) }
                     }
                     Err(kind) => Seen::Bad(kind),
                 },
@@ -242,13 +230,13 @@ impl<T: Float> Walker<'_, T> {
         }
         match (op, a, b) {
             (_, a, Some(b)) => self.broadcast(k, name, a, b),
-            (StepOp::Sum | StepOp::Mean, Seen::Tensor { shape, grad, .. }, None) => {
+            (StepOp::Sum | StepOp::Mean, Seen::Tensor { shape }, None) => {
                 self.fold_shape = Some(shape);
-                Some(Seen::Tensor { shape: IxDyn(&[]), grad, step: true })
+                Some(Seen::Tensor { shape: IxDyn(&[]) })
             }
-            (_, Seen::Tensor { shape, grad, .. }, None) => Some(Seen::Tensor { shape, grad, step: true }),
+            (_, Seen::Tensor { shape }, None) => Some(Seen::Tensor { shape }),
             // `-s` of a Rust scalar: a constant, as `dsl::neg` makes it.
-            _ => Some(Seen::Tensor { shape: IxDyn(&[]), grad: false, step: true }),
+            _ => Some(Seen::Tensor { shape: IxDyn(&[]) }),
         }
     }
 
@@ -256,20 +244,13 @@ impl<T: Float> Walker<'_, T> {
     fn broadcast(&mut self, k: usize, name: &'static str, a: Seen, b: Seen) -> Option<Seen> {
         use Seen::{Scalar, Tensor};
         match (a, b) {
-            (Tensor { shape: sa, grad: ga, step: a_step }, Tensor { shape: sb, grad: gb, step: b_step }) => {
-                let Some(shape) = broadcast_shapes(sa.slice(), sb.slice()) else {
-                    return self.fail(k, name, ErrorKind::Broadcast, vec![sa.slice().to_vec(), sb.slice().to_vec()]);
-                };
-                if (a_step && ga && sa != shape) || (b_step && gb && sb != shape) {
-                    self.exact = false;
-                }
-                Some(Tensor { shape, grad: ga || gb, step: true })
-            }
-            (Tensor { shape, grad, .. }, Scalar) | (Scalar, Tensor { shape, grad, .. }) => {
-                Some(Tensor { shape, grad, step: true })
-            }
+            (Tensor { shape: sa }, Tensor { shape: sb }) => match broadcast_shapes(sa.slice(), sb.slice()) {
+                Some(shape) => Some(Tensor { shape }),
+                None => self.fail(k, name, ErrorKind::Broadcast, vec![sa.slice().to_vec(), sb.slice().to_vec()]),
+            },
+            (Tensor { shape }, Scalar) | (Scalar, Tensor { shape }) => Some(Tensor { shape }),
             // Two numbers: a constant, as the `dsl` helpers make it.
-            _ => Some(Tensor { shape: IxDyn(&[]), grad: false, step: true }),
+            _ => Some(Tensor { shape: IxDyn(&[]) }),
         }
     }
 

@@ -3,39 +3,43 @@
 //! `sum(sigmoid(x) * x)`) recorded as one node, with one pass over memory
 //! forward and one backward instead of one per op.
 //!
-//! The macro writes, for each region, a zero-sized type implementing
-//! [`Kernel`]: the region's value and every input's gradient at one
-//! element, derived by the macro, plus the region's plan (its ops in
-//! order, `plan.rs`) and each op's source location. [`fused`] checks the
-//! plan as the unfused ops would check themselves (`check.rs`), runs the
-//! kernel over the inputs (`loops.rs`) and records the node, which keeps
-//! the kernel's name and backward rule as a `&'static str` and a function
-//! pointer (`kernel.rs`), one input inline or several in a pooled index
-//! buffer, and its run-time scalars (if any) in a pooled buffer: no `Box`,
-//! so a training step that rewinds its tape still allocates nothing. A
-//! region whose broadcast intermediate carries a gradient runs as the
-//! unfused ops (`unfused.rs`).
+//! The macro writes, for each region, a `static` [`Plan`]: the region's
+//! ops in order (`plan.rs`) and each op's source location, checked and
+//! analysed when the user's crate is compiled. [`fused`] checks the plan
+//! as the unfused ops would check themselves (`check.rs`), interprets it
+//! over the inputs (`tile.rs`, laid over tensors and threads by
+//! `loops.rs`) and records the node, which keeps its plan, one input
+//! inline or several in a pooled index buffer, and its scalars in a
+//! pooled buffer: no `Box`, so a training step that rewinds its tape still
+//! allocates nothing. The interpreter is compiled once, in this crate, for
+//! `f32` and `f64` (reached through the sealed side of `Float`), so a
+//! `grad!` block costs its crate a table of data and a call, not code.
 //!
-//! Same answers: the kernels call the unfused ops' own scalar functions
-//! (`scalar.rs`) in the unfused order, so values are the same bits, and so
+//! A region in which a value that carries a gradient is broadcast to a
+//! larger shape is differentiated on whole tensors instead (`whole.rs`),
+//! so its gradients stay the unfused ops' bit for bit.
+//!
+//! Same answers: the interpreter applies the unfused ops' own scalar
+//! functions in the unfused order, so values are the same bits, and so
 //! are gradients of inputs used once; see the manual (`grad_macro.md`).
 
 mod check;
-mod kernel;
 mod loops;
 mod plan;
-pub mod scalar;
+mod tile;
 mod unfused;
+mod whole;
 
 use std::fmt;
 use std::panic::Location;
 
 use ndarray::{Dimension, IxDyn};
 
-pub use kernel::Kernel;
 use loops::Input;
-pub use plan::{Func, Src, Step, StepOp, step};
+pub use plan::{Func, Plan, Src, Step, StepOp, step};
+use tile::{MAX_LEAVES, Program, Source};
 
+use crate::broadcast::{broadcast_shapes, reduce_into};
 use crate::dsl::Operand;
 use crate::ops::Op;
 use crate::ops::reduce::sum_slice;
@@ -48,36 +52,12 @@ use crate::{Float, Tape, Var};
 /// value is among the node's scalars).
 const SCALAR_LEAF: NodeId = NodeId::MAX;
 
-/// A fused node's backward rule: its kernel's [`kernel::backward`].
-type Backward<T> = fn(&mut GradSink<'_, T>, &TensorRef<'_, T>, &Tensor<T>, &Fused<T>);
-
-/// A fused node's region recorded again as the unfused ops (their root),
-/// for `Tape::grad_graph`: its kernel's [`kernel::replay`].
-type Replay<T> = fn(&mut Tape<T>, &Fused<T>) -> Option<Var>;
-
-/// What a fused node keeps of its kernel, one `static` per kernel: its
-/// name, its backward rule and its replay as unfused ops.
-pub(crate) struct Rules<T: Float> {
-    name: &'static str,
-    backward: Backward<T>,
-    replay: Replay<T>,
-}
-
-/// Where kernel `K`'s [`Rules`] live: an associated constant, borrowed for
-/// `'static` (a constant of plain data and function pointers).
-struct RulesOf<T, K, const N: usize, const P: usize>(std::marker::PhantomData<(T, K)>);
-
-impl<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize> RulesOf<T, K, N, P> {
-    const RULES: Rules<T> =
-        Rules { name: K::NAME, backward: kernel::backward::<T, K, N, P>, replay: kernel::replay::<T, K, N, P> };
-}
-
-/// A fused node: its kernel's name and backward rule, one entry per leaf
-/// (a node, or [`SCALAR_LEAF`]), and its scalars: the region's
-/// parameters, then the leaves that are Rust scalars, in leaf order.
+/// A fused node: its region's plan, one entry per leaf (a node, or
+/// [`SCALAR_LEAF`]), and its scalars: the region's parameters, then the
+/// leaves that are Rust scalars, in leaf order.
 #[derive(Clone)]
 pub(crate) struct Fused<T: Float> {
-    rules: &'static Rules<T>,
+    plan: &'static Plan,
     inputs: Inputs,
     scalars: Vec<T>,
 }
@@ -101,14 +81,30 @@ impl Inputs {
 
 impl<T: Float> Fused<T> {
     pub(crate) fn name(&self) -> &'static str {
-        self.rules.name
+        self.plan.name
     }
 
     /// The region recorded again as its unfused ops, from the same leaves:
     /// the root of those ops (the same value), or `None` for a node whose
-    /// record does not fit its kernel.
+    /// record does not fit its plan.
     pub(crate) fn replay(&self, tp: &mut Tape<T>) -> Option<Var> {
-        (self.rules.replay)(tp, self)
+        let params = self.scalars.get(..self.plan.params)?;
+        let mut next_scalar = self.plan.params;
+        let mut leaves = [Operand::Scalar(T::zero()); MAX_LEAVES];
+        let n = self.leaves().len();
+        if n > MAX_LEAVES || n != self.plan.leaves {
+            return None;
+        }
+        for (leaf, &id) in leaves.iter_mut().zip(self.leaves()) {
+            *leaf = if id == SCALAR_LEAF {
+                let s = *self.scalars.get(next_scalar)?;
+                next_scalar += 1;
+                Operand::Scalar(s)
+            } else {
+                Operand::Var(tp.var_at(id))
+            };
+        }
+        Some(unfused::run(tp, self.plan.steps, &leaves[..n], check::Scalars { params }))
     }
 
     /// One entry per leaf: a node, or `SCALAR_LEAF`.
@@ -141,136 +137,268 @@ impl<T: Float> Fused<T> {
 
 impl<T: Float> fmt::Debug for Fused<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Fused").field("name", &self.rules.name).field("inputs", &self.inputs).finish()
+        f.debug_struct("Fused").field("name", &self.plan.name).field("inputs", &self.inputs).finish()
     }
 }
 
 /// Records a fused region of a `grad!` block (what its expansion calls):
-/// `leaves` are the region's inputs, `params` its scalar parameters.
+/// `leaves` are the region's inputs, `params` its scalars (the numbers
+/// written in it and the Rust scalars it reads), in the plan's order.
 ///
 /// The tape is poisoned as the first failing unfused op would poison it,
-/// with that op's name, shapes and location. A region in which a value
-/// that carries a gradient is broadcast (see the manual) runs as the
-/// unfused ops instead, so its gradients stay theirs bit for bit.
+/// with that op's name, shapes and location.
 #[track_caller]
-pub fn fused<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize>(
+#[inline]
+pub fn fused<T: Float, const N: usize, const P: usize>(
     tp: &mut Tape<T>,
-    _kernel: K,
+    plan: &'static Plan,
     leaves: [Operand<T>; N],
     params: [T; P],
+) -> Var {
+    T::record_fused(tp, plan, &leaves, &params, Location::caller())
+}
+
+/// What [`fused`] runs, compiled here for `f32` and `f64` (`float.rs`).
+pub(crate) fn record<T: Float>(
+    tp: &mut Tape<T>,
+    plan: &'static Plan,
+    leaves: &[Operand<T>],
+    params: &[T],
+    caller: &'static Location<'static>,
 ) -> Var {
     if !tp.is_ok() {
         return tp.poisoned_var();
     }
-    let mut ids = [SCALAR_LEAF; N];
-    let scalars = check::Scalars { params: &params, constant: K::constant };
-    let Some(checked) = check::check(tp, K::WELL_FORMED, K::STEPS, K::SITES, &leaves, scalars, &mut ids) else {
+    match leaves.len() {
+        0 | 1 => record_in::<T, 1>(tp, plan, leaves, params, caller),
+        2..=4 => record_in::<T, 4>(tp, plan, leaves, params, caller),
+        _ => record_in::<T, MAX_LEAVES>(tp, plan, leaves, params, caller),
+    }
+}
+
+/// [`record`] with arrays of `C` entries for the leaves.
+fn record_in<T: Float, const C: usize>(
+    tp: &mut Tape<T>,
+    plan: &'static Plan,
+    leaves: &[Operand<T>],
+    params: &[T],
+    caller: &'static Location<'static>,
+) -> Var {
+    let n = leaves.len();
+    let mut ids = [SCALAR_LEAF; C];
+    let well_formed = plan.well_formed && n == plan.leaves && params.len() == plan.params && n <= C;
+    let scalars = check::Scalars { params };
+    let ids = &mut ids[..n.min(C)];
+    let Some(checked) = check::check(tp, well_formed, plan.steps, plan.sites, leaves, scalars, ids) else {
         return tp.poisoned_var();
     };
-    if !checked.exact {
-        let first = tp.len();
-        let out = unfused::run(tp, K::STEPS, &leaves, scalars);
-        let site = K::SITES.last().copied().unwrap_or_else(Location::caller);
-        tp.note_unfused(first, K::NAME, site);
-        return out;
-    }
     // The Rust scalars among the leaves, in leaf order.
-    let (mut leaf_scalars, mut count) = ([T::zero(); N], 0);
-    for leaf in &leaves {
+    let (mut leaf_scalars, mut count) = ([T::zero(); C], 0);
+    for leaf in leaves {
         if let Operand::Scalar(s) = *leaf {
             leaf_scalars[count] = s;
             count += 1;
         }
     }
     let leaf_scalars = &leaf_scalars[..count];
-    let mut scalars = tp.scratch(P + count);
-    scalars[..P].copy_from_slice(&params);
-    scalars[P..].copy_from_slice(leaf_scalars);
-    let inputs = match ids.as_slice() {
+    let mut node_scalars = tp.scratch(params.len() + count);
+    node_scalars[..params.len()].copy_from_slice(params);
+    node_scalars[params.len()..].copy_from_slice(leaf_scalars);
+    let inputs = match &*ids {
         &[id] => Inputs::One(id),
         ids => Inputs::Pooled(tp.copy_indices(ids)),
     };
     // Made before the value, so that the stores that make it have landed
     // by the time `push` copies it (see `tape/append.rs`).
-    let op = Op::Fused(Fused { rules: &RulesOf::<T, K, N, P>::RULES, inputs, scalars });
+    let op = Op::Fused(Fused { plan, inputs, scalars: node_scalars });
     // The region's last step is its root, where a failure is reported.
-    let site = match K::SITES.last() {
-        Some(&site) => site,
-        None => Location::caller(),
+    let site = plan.sites.last().copied().unwrap_or(caller);
+    let prog = Program {
+        steps: plan.steps,
+        root: plan.root(),
+        params,
+        needed: plan.needed,
+        live: plan::Bits::NONE,
+        wanted: 0,
     };
-    let out = compute::<T, K, N, P>(tp, &ids, params, leaf_scalars, checked.shape, site);
+    let out = compute::<T, C>(tp, plan, &prog, ids, leaf_scalars, checked.shape, site);
     tp.push_output(op, out)
 }
 
 /// The region's value on `shape` (summed, when it ends in a fold), or
 /// `None` when the output cannot be made (the tape then holds why,
-/// located at `site`).
-fn compute<T: Float, K: Kernel<T, N, P>, const N: usize, const P: usize>(
+/// located at `site`). Values are computed element by element even where
+/// a value inside the region is broadcast (the same bits as computing it
+/// on its own shape first), so only backward tells the two apart.
+fn compute<T: Float, const C: usize>(
     tp: &mut Tape<T>,
-    ids: &[NodeId; N],
-    params: [T; P],
+    plan: &Plan,
+    prog: &Program<'_, T>,
+    ids: &[NodeId],
     leaf_scalars: &[T],
     shape: IxDyn,
     site: &'static Location<'static>,
 ) -> Option<Tensor<T>> {
     let total = shape.size();
     // The tensor leaves, for an error's shapes (on the stack: no allocation per step).
-    let (mut nodes, mut count) = ([0; N], 0);
+    let (mut nodes, mut count) = ([0; C], 0);
     for &id in ids.iter().filter(|&&id| id != SCALAR_LEAF) {
         nodes[count] = id;
         count += 1;
     }
     let nodes = &nodes[..count];
-    let Some(op) = K::FOLD else {
-        // Filled where `output` put it, not moved out of the `Option` first:
-        // that copy would read back stores still in flight (`tape/append.rs`).
-        let mut out = tp.output(K::NAME, shape, nodes, site);
-        if let Some(Tensor { shape, data }) = &mut out {
-            loops::forward::<T, K, N, P>(&inputs_on(tp, ids, leaf_scalars), params, shape.slice(), data);
-        }
-        return out;
-    };
-    let mut out = tp.output(K::NAME, IxDyn(&[]), nodes, site)?;
-    // Broadcast inputs: the values are stored, then summed by `sum_slice`.
-    let flat = ids.iter().all(|&id| id == SCALAR_LEAF || loops::is_flat(tp.value_of(id).len(), total));
-    let mut stored = if flat { Vec::new() } else { tp.scratch(total) };
-    let inputs = inputs_on(tp, ids, leaf_scalars);
-    let sum = loops::sum::<T, K, N, P>(&inputs, params, shape.slice()).unwrap_or_else(|| {
-        loops::forward::<T, K, N, P>(&inputs, params, shape.slice(), &mut stored);
-        sum_slice(&stored)
-    });
-    out.data[0] = if op == StepOp::Mean { sum / T::from_usize(total) } else { sum };
-    tp.recycle(stored);
+    let fold = plan::fold(plan.steps);
+    let out_shape = if fold.is_some() { IxDyn(&[]) } else { shape.clone() };
+    let mut out = tp.output(plan.name, out_shape, nodes, site)?;
+    let n = ids.len();
+    if fold.is_none() {
+        loops::forward::<T, C>(prog, &inputs_on::<T, C>(tp, ids, leaf_scalars)[..n], shape.slice(), &mut out.data);
+    } else {
+        // Broadcast inputs: the values are stored, then summed by `sum_slice`.
+        let flat = ids.iter().all(|&id| id == SCALAR_LEAF || loops::is_flat(tp.value_of(id).len(), total));
+        let mut stored = if flat { Vec::new() } else { tp.scratch(total) };
+        let inputs = inputs_on::<T, C>(tp, ids, leaf_scalars);
+        let inputs = &inputs[..n];
+        let sum = loops::sum::<T, C>(prog, inputs, shape.slice()).unwrap_or_else(|| {
+            loops::forward::<T, C>(prog, inputs, shape.slice(), &mut stored);
+            sum_slice(&stored)
+        });
+        out.data[0] = sum;
+        tp.recycle(stored);
+    }
+    if fold == Some(StepOp::Mean) {
+        out.data[0] /= T::from_usize(total);
+    }
     Some(out)
 }
 
 /// The leaves as the loops read them: a node's value, or a Rust scalar
 /// as a one-element input of shape `[]`.
-fn inputs_on<'a, T: Float, const N: usize>(
+fn inputs_on<'a, T: Float, const C: usize>(
     tp: &'a Tape<T>,
-    ids: &[NodeId; N],
+    ids: &[NodeId],
     leaf_scalars: &'a [T],
-) -> [Input<'a, T>; N] {
+) -> [Input<'a, T>; C] {
+    let mut inputs = [Input { data: &[][..], shape: &[][..] }; C];
     let mut next = 0;
-    ids.map(|id| {
-        if id == SCALAR_LEAF {
+    for (input, &id) in inputs.iter_mut().zip(ids) {
+        *input = if id == SCALAR_LEAF {
             next += 1;
             Input { data: &leaf_scalars[next - 1..next], shape: &[] }
         } else {
             let value = tp.value_of(id);
             Input { data: &value.data, shape: value.shape() }
-        }
-    })
+        };
+    }
+    inputs
 }
 
-/// The backward rule of a fused node: its kernel's, through one indirect call.
-pub(crate) fn fused_backward<T: Float>(
+/// The backward rule of a fused node, compiled here for `f32` and `f64`
+/// (`float.rs`): hands the node's gradient `g` to its inputs (`out` is
+/// the node's value).
+pub(crate) fn backward<T: Float>(sink: &mut GradSink<'_, T>, g: &TensorRef<'_, T>, out: &Tensor<T>, node: &Fused<T>) {
+    match node.leaves().len() {
+        0 | 1 => backward_in::<T, 1>(sink, g, out, node),
+        2..=4 => backward_in::<T, 4>(sink, g, out, node),
+        _ => backward_in::<T, MAX_LEAVES>(sink, g, out, node),
+    }
+}
+
+/// [`backward`] with arrays of `C` entries for the leaves.
+fn backward_in<T: Float, const C: usize>(
     sink: &mut GradSink<'_, T>,
     g: &TensorRef<'_, T>,
     out: &Tensor<T>,
     node: &Fused<T>,
 ) {
-    (node.rules.backward)(sink, g, out, node);
+    let plan = node.plan;
+    let ids = node.leaves();
+    let n = ids.len();
+    if !plan.well_formed || n != plan.leaves || n > C || node.scalars.len() < plan.params {
+        return;
+    }
+    let params = &node.scalars[..plan.params];
+    let mut inputs = [Input { data: &[][..], shape: &[][..] }; C];
+    let mut next_scalar = plan.params;
+    let mut wanted = 0u32;
+    for (k, (input, &id)) in inputs.iter_mut().zip(ids).enumerate() {
+        *input = if id == SCALAR_LEAF {
+            let Some(data) = node.scalars.get(next_scalar..next_scalar + 1) else { return };
+            next_scalar += 1;
+            Input { data, shape: &[] }
+        } else {
+            if sink.wants(id) {
+                wanted |= 1 << k;
+            }
+            let value = sink.value(id);
+            Input { data: &value.data, shape: value.shape() }
+        };
+    }
+    let inputs = &inputs[..n];
+    let root = plan.root();
+    let prog = Program {
+        steps: plan.steps,
+        root,
+        params,
+        needed: plan.needed,
+        live: tile::live_steps(plan.steps, root, wanted),
+        wanted,
+    };
+    let fold = plan::fold(plan.steps);
+    if whole::needed_for(&prog, inputs, |k| ids[k] == SCALAR_LEAF) {
+        return whole::backward(sink, &prog, inputs, ids, g.data, fold == Some(StepOp::Mean));
+    }
+    let folded_shape = match fold {
+        None => None,
+        Some(_) => match broadcast_all(inputs) {
+            Some(shape) => Some(shape),
+            None => return,
+        },
+    };
+    let shape = folded_shape.as_ref().map_or(out.shape(), |s| s.slice());
+    let total = shape.iter().product();
+    let (y, seed) = match fold {
+        Some(StepOp::Mean) => (None, Source::Splat(g.data[0] / T::from_usize(total))),
+        Some(_) => (None, Source::Splat(g.data[0])),
+        None => (Some(out.data.as_slice()), Source::Slice(g.data)),
+    };
+    let mut partials: [Vec<T>; C] = std::array::from_fn(|_| Vec::new());
+    for (k, partial) in partials.iter_mut().enumerate().take(n) {
+        if wanted & (1 << k) != 0 {
+            *partial = sink.scratch_for(ids[k], total);
+        }
+    }
+    let outs = partials.each_mut().map(|buffer| buffer.as_mut_slice());
+    loops::backward::<T, C>(&prog, inputs, shape, y, seed, outs);
+    for (k, partial) in partials.into_iter().enumerate().take(n) {
+        if wanted & (1 << k) != 0 {
+            contribute(sink, ids[k], partial, shape);
+        }
+    }
+}
+
+/// The shape every input broadcasts to: the region's elementwise shape.
+fn broadcast_all<T>(inputs: &[Input<'_, T>]) -> Option<IxDyn> {
+    let largest = inputs.iter().map(|x| x.shape).max_by_key(|s| s.len()).unwrap_or(&[]);
+    if inputs.iter().all(|x| x.shape == largest || x.shape.is_empty()) {
+        return Some(IxDyn(largest));
+    }
+    inputs.iter().try_fold(IxDyn(&[]), |shape, input| broadcast_shapes(shape.slice(), input.shape))
+}
+
+/// Adds an input's partials (laid out on the region's shape `on`) to its
+/// gradient, summed back to its shape if it was broadcast: what
+/// `GradSink::contribute_broadcast` does for an unfused op.
+fn contribute<T: Float>(sink: &mut GradSink<'_, T>, id: NodeId, partial: Vec<T>, on: &[usize]) {
+    let shape = sink.value(id).shape();
+    // Axis by axis, not `==`: slice equality is a call to `bcmp`, which
+    // costs more than the whole comparison of a few axes.
+    if shape.len() == on.len() && shape.iter().zip(on).all(|(a, b)| a == b) {
+        sink.add(id, partial);
+        return;
+    }
+    sink.contribute_zeroed(id, |c| reduce_into(&partial, on, shape, c));
+    sink.recycle(partial);
 }
 
 #[cfg(test)]

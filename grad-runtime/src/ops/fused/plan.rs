@@ -1,10 +1,175 @@
 //! The plan of a fused region: its operations in the order the unfused
 //! expansion would run them, each naming where its operands come from.
-//! `grad!` writes it as a constant table with the constructors of
+//! `grad!` writes it as a `static` [`Plan`] with the constructors of
 //! [`step`]; the runtime reads it to check handles and shapes exactly as
-//! the unfused ops would (same op names, same order, same locations) and,
-//! when a fused gradient could not equal theirs, to run the region as
-//! those ops instead.
+//! the unfused ops would (same op names, same order, same locations), and
+//! interprets it (`tile.rs`, `whole.rs`): a region costs its user's crate
+//! a table of data, not code.
+
+use std::panic::Location;
+
+/// A fused region of a `grad!` block, as its expansion declares it in a
+/// `static`: its steps, the source location of each, and what
+/// [`Plan::new`] works out from them when the user's crate is compiled.
+#[derive(Debug)]
+pub struct Plan {
+    /// The region as the tape lists it: `fused tanh(h * 0.9 + 0.1)`.
+    pub(crate) name: &'static str,
+    /// The operations in the order the unfused ops would run; a folded
+    /// `sum` or `mean` is the last.
+    pub(crate) steps: &'static [Step],
+    /// The location of each step's operator or function name, for its errors.
+    pub(crate) sites: &'static [&'static Location<'static>],
+    /// The number of leaves and of scalar parameters the region reads.
+    pub(crate) leaves: usize,
+    pub(crate) params: usize,
+    /// Whether `steps` is a well-formed plan over them ([`well_formed`]).
+    pub(crate) well_formed: bool,
+    /// The steps whose values the backward rules read (or recompute the
+    /// read ones from).
+    pub(crate) needed: Bits,
+}
+
+impl Plan {
+    /// The plan of a region over `leaves` inputs and `params` scalars,
+    /// checked and analysed at compile time (a `static`'s initialiser).
+    pub const fn new(
+        name: &'static str,
+        steps: &'static [Step],
+        sites: &'static [&'static Location<'static>],
+        leaves: usize,
+        params: usize,
+    ) -> Plan {
+        let well_formed = well_formed(steps, leaves, params) && sites.len() == steps.len();
+        let needed = if well_formed { needed(steps) } else { Bits::ALL };
+        Plan { name, steps, sites, leaves, params, well_formed, needed }
+    }
+
+    /// The last elementwise step (a folded `sum` or `mean` follows it).
+    pub(crate) const fn root(&self) -> usize {
+        match fold(self.steps) {
+            Some(_) => self.steps.len() - 2,
+            None => self.steps.len() - 1,
+        }
+    }
+}
+
+/// A set of step indices; indices past its 256 bits are always members
+/// (a region that long recomputes every value it might read).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Bits([u64; 4]);
+
+impl Bits {
+    pub(crate) const NONE: Bits = Bits([0; 4]);
+    pub(crate) const ALL: Bits = Bits([u64::MAX; 4]);
+
+    pub(crate) const fn has(&self, k: usize) -> bool {
+        k >= 256 || self.0[k / 64] & (1 << (k % 64)) != 0
+    }
+
+    pub(crate) const fn set(&mut self, k: usize) {
+        if k < 256 {
+            self.0[k / 64] |= 1 << (k % 64);
+        }
+    }
+}
+
+/// Runs `$body` with `$f` bound to the elementwise function of `Func`
+/// `$func` (with its scalar parameters `$p`, `$q`), so each loop is
+/// compiled for each function instead of matching per element.
+#[rustfmt::skip]
+macro_rules! with_func {
+    ($func:expr, $p:expr, $q:expr, $f:ident => $body:expr) => {{
+        use $crate::ops::fused::Func;
+        use $crate::ops::unary as u;
+        match $func {
+            Func::Relu => { let $f = u::Relu; $body }
+            Func::Sigmoid => { let $f = u::Sigmoid; $body }
+            Func::Tanh => { let $f = u::Tanh; $body }
+            Func::Exp => { let $f = u::Exp; $body }
+            Func::Log => { let $f = u::Log; $body }
+            Func::Sqrt => { let $f = u::Sqrt; $body }
+            Func::Abs => { let $f = u::Abs; $body }
+            Func::Gelu => { let $f = u::Gelu; $body }
+            Func::Silu => { let $f = u::Silu; $body }
+            Func::Softplus => { let $f = u::Softplus; $body }
+            Func::Pow => { let $f = u::Pow($p); $body }
+            Func::LeakyRelu => { let $f = u::LeakyRelu($p); $body }
+            Func::Clamp => { let $f = u::Clamp($p, $q); $body }
+        }
+    }};
+}
+pub(crate) use with_func;
+
+/// Whether a built-in's derivative is formed from its value (`sigmoid`,
+/// `tanh`, `exp`, `sqrt`) rather than from its input, as the unfused rule
+/// forms it.
+pub(crate) const fn reads_output(f: Func) -> bool {
+    matches!(f, Func::Sigmoid | Func::Tanh | Func::Exp | Func::Sqrt)
+}
+
+/// The steps whose values the backward rules read: a product's other
+/// operand, a quotient's divisor (and its value, for the divisor's
+/// gradient), a built-in's input or value; then, latest first, the values
+/// those are computed from.
+const fn needed(steps: &[Step]) -> Bits {
+    const fn is_var(src: Src) -> bool {
+        matches!(src, Src::Leaf(_) | Src::Step(_))
+    }
+    const fn need(bits: &mut Bits, src: Src) {
+        if let Src::Step(k) = src {
+            bits.set(k);
+        }
+    }
+    let mut bits = Bits::NONE;
+    let root = match fold(steps) {
+        Some(_) => steps.len() - 2,
+        None => steps.len() - 1,
+    };
+    let mut k = 0;
+    while k <= root {
+        let step = steps[k];
+        match (step.op, step.b) {
+            (StepOp::Mul, Some(b)) => {
+                if is_var(step.a) {
+                    need(&mut bits, b);
+                }
+                if is_var(b) {
+                    need(&mut bits, step.a);
+                }
+            }
+            (StepOp::Div, Some(b)) => {
+                if is_var(step.a) || is_var(b) {
+                    need(&mut bits, b);
+                }
+                if is_var(b) {
+                    bits.set(k);
+                }
+            }
+            (StepOp::Apply(f), _) if reads_output(f) => bits.set(k),
+            (StepOp::Apply(_), _) => need(&mut bits, step.a),
+            _ => {}
+        }
+        k += 1;
+    }
+    // A folded region's backward recomputes its root (an unfolded one is
+    // given it), so the root's operands are read too.
+    let mut k = if fold(steps).is_some() { root + 1 } else { root };
+    while k > 0 {
+        k -= 1;
+        if bits.has(k) {
+            let step = steps[k];
+            need(&mut bits, step.a);
+            if let Some(b) = step.b {
+                need(&mut bits, b);
+            }
+            if let Some(c) = step.c {
+                need(&mut bits, c);
+            }
+        }
+    }
+    bits
+}
 
 /// Where an operand of a step comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -12,13 +177,10 @@ pub enum Src {
     /// Input `k` of the region: a `Var`, or a Rust scalar when the macro
     /// could not tell which (a free identifier).
     Leaf(usize),
-    /// Scalar parameter `k`: a Rust scalar (a variable, a number `let`, a
-    /// block), in `+ - * /` or passed to a built-in (`pow`'s `p`,
-    /// `clamp`'s bounds).
+    /// Scalar parameter `k`: a number written in the region, or a Rust
+    /// scalar (a variable, a number `let`, a block), in `+ - * /` or passed
+    /// to a built-in (`pow`'s `p`, `clamp`'s bounds).
     Param(usize),
-    /// Constant `k` of the kernel (`Kernel::constant`): a number written
-    /// in the region, compiled into its code.
-    Const(usize),
     /// The value of an earlier step.
     Step(usize),
 }
@@ -120,8 +282,8 @@ pub const fn fold(steps: &[Step]) -> Option<StepOp> {
 
 /// Whether `steps` is a plan over `leaves` inputs and `params` parameters:
 /// not empty, every operand an earlier step, an input or a parameter, a
-/// fold only last, and `clamp` given its bounds. Evaluated when a kernel
-/// is compiled (`Kernel::WELL_FORMED`), so the checks at run time skip it.
+/// fold only last, and `clamp` given its bounds. Evaluated when the
+/// user's crate is compiled ([`Plan::new`]), so the checks at run time skip it.
 pub const fn well_formed(steps: &[Step], leaves: usize, params: usize) -> bool {
     let mut k = 0;
     while k < steps.len() {
@@ -135,7 +297,6 @@ pub const fn well_formed(steps: &[Step], leaves: usize, params: usize) -> bool {
                 let ok = match src {
                     Src::Leaf(j) => j < leaves,
                     Src::Param(j) => j < params,
-                    Src::Const(_) => true,
                     Src::Step(j) => j < k,
                 };
                 if !ok {
@@ -145,6 +306,10 @@ pub const fn well_formed(steps: &[Step], leaves: usize, params: usize) -> bool {
             i += 1;
         }
         if (fold && k + 1 != steps.len()) || (clamp && (step.b.is_none() || step.c.is_none())) {
+            return false;
+        }
+        // A fold sums the elementwise step just before it.
+        if fold && (k == 0 || !matches!(step.a, Src::Step(j) if j + 1 == k)) {
             return false;
         }
         k += 1;
@@ -173,11 +338,6 @@ pub mod step {
     /// Scalar parameter `k`.
     pub const fn param(k: usize) -> Src {
         Src::Param(k)
-    }
-
-    /// Constant `k` of the kernel.
-    pub const fn constant(k: usize) -> Src {
-        Src::Const(k)
     }
 
     /// The value of step `k`.

@@ -1,7 +1,7 @@
 //! A region run as the ops the unfused expansion calls, one node per step:
-//! for the rare region whose fused gradient could not equal theirs bit for
-//! bit (see `check::Checked::exact`). The plan has passed its checks, so
-//! no op here fails.
+//! what `Tape::grad_graph` differentiates for a fused node, and what an
+//! ONNX export writes for it. The plan has passed its checks, so no op
+//! here fails.
 
 use super::check::Scalars;
 use super::plan::{Func, Src, Step, StepOp};
@@ -50,7 +50,7 @@ impl<T: Float> Unfused<'_, T> {
     fn operand(&self, tp: &mut Tape<T>, src: Src) -> Operand<T> {
         match src {
             Src::Leaf(i) => self.leaves[i],
-            Src::Param(_) | Src::Const(_) => Operand::Scalar(self.scalars.get(src).unwrap_or_else(T::nan)),
+            Src::Param(_) => Operand::Scalar(self.scalars.get(src).unwrap_or_else(T::nan)),
             Src::Step(j) => Operand::Var(self.step(tp, j)),
         }
     }
