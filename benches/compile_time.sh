@@ -147,7 +147,7 @@ for profile in $profiles; do
     for crate in blocks calls; do
         cargo clean $flag -p "$crate" >/dev/null 2>&1
         clean[$crate]=$(seconds cargo build $flag -p "$crate")
-        echo "const EDITED: u32 = $RANDOM;" >>"$crate/src/main.rs"
+        echo "const EDITED_${profile^^}: u32 = $RANDOM;" >>"$crate/src/main.rs"
         rebuild[$crate]=$(seconds cargo build $flag -p "$crate")
         size[$crate]=$(mib "target/$dirname/$crate")
     done
