@@ -165,6 +165,31 @@ mod sealed {
         static SCRATCH_F64: RefCell<Vec<f64>> = const { RefCell::new(Vec::new()) };
     }
 
+    /// The methods `f32` and `f64` share: the scratch in `$key`, and the
+    /// interpreter's entry points, compiled here for `$t`.
+    macro_rules! shared {
+        ($t:ty, $key:ident) => {
+            #[inline]
+            fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [$t]) -> R) -> R {
+                scratch(&$key, len, f)
+            }
+            #[inline(never)]
+            fn record_fused(
+                tp: &mut Tape<$t>,
+                plan: &'static Plan,
+                leaves: &[Operand<$t>],
+                params: &[$t],
+                caller: &'static Location<'static>,
+            ) -> Var {
+                fused::record(tp, plan, leaves, params, caller)
+            }
+            #[inline(never)]
+            fn fused_backward(sink: &mut GradSink<'_, $t>, g: &TensorRef<'_, $t>, out: &Tensor<$t>, node: &Fused<$t>) {
+                fused::backward(sink, g, out, node)
+            }
+        };
+    }
+
     impl Sealed for f32 {
         fn is_f32() -> bool {
             true
@@ -175,24 +200,7 @@ mod sealed {
         fn f32_slice_mut(x: &mut [f32]) -> Option<&mut [f32]> {
             Some(x)
         }
-        #[inline]
-        fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
-            scratch(&SCRATCH_F32, len, f)
-        }
-        #[inline(never)]
-        fn record_fused(
-            tp: &mut Tape<f32>,
-            plan: &'static Plan,
-            leaves: &[Operand<f32>],
-            params: &[f32],
-            caller: &'static Location<'static>,
-        ) -> Var {
-            fused::record(tp, plan, leaves, params, caller)
-        }
-        #[inline(never)]
-        fn fused_backward(sink: &mut GradSink<'_, f32>, g: &TensorRef<'_, f32>, out: &Tensor<f32>, node: &Fused<f32>) {
-            fused::backward(sink, g, out, node)
-        }
+        shared!(f32, SCRATCH_F32);
     }
 
     impl Sealed for f64 {
@@ -205,23 +213,6 @@ mod sealed {
         fn f32_slice_mut(_: &mut [f64]) -> Option<&mut [f32]> {
             None
         }
-        #[inline]
-        fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [f64]) -> R) -> R {
-            scratch(&SCRATCH_F64, len, f)
-        }
-        #[inline(never)]
-        fn record_fused(
-            tp: &mut Tape<f64>,
-            plan: &'static Plan,
-            leaves: &[Operand<f64>],
-            params: &[f64],
-            caller: &'static Location<'static>,
-        ) -> Var {
-            fused::record(tp, plan, leaves, params, caller)
-        }
-        #[inline(never)]
-        fn fused_backward(sink: &mut GradSink<'_, f64>, g: &TensorRef<'_, f64>, out: &Tensor<f64>, node: &Fused<f64>) {
-            fused::backward(sink, g, out, node)
-        }
+        shared!(f64, SCRATCH_F64);
     }
 }

@@ -91,9 +91,8 @@ fn walk<T: Float>(
 }
 
 /// The common case, without a walk: every tensor leaf a live handle of
-/// one shape. Then nothing broadcasts, so no step can fail on shapes and
-/// every value that carries a gradient has that shape; only `clamp`'s
-/// bounds remain to check. `None` sends the region to
+/// one shape. Then nothing broadcasts, so no step can fail on shapes;
+/// only `clamp`'s bounds remain to check. `None` sends the region to
 /// the walk, which finds and records the error, if any.
 #[inline]
 fn quick<T: Float>(

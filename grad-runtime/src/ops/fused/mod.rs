@@ -252,12 +252,13 @@ fn compute<T: Float, const C: usize>(
     let mut out = tp.output(plan.name, out_shape, nodes, site)?;
     let n = ids.len();
     if fold.is_none() {
-        loops::forward::<T, C>(prog, &inputs_on::<T, C>(tp, ids, leaf_scalars)[..n], shape.slice(), &mut out.data);
+        let inputs = inputs_of::<T, C>(ids, |id| tp.value_of(id), leaf_scalars);
+        loops::forward::<T, C>(prog, &inputs[..n], shape.slice(), &mut out.data);
     } else {
         // Broadcast inputs: the values are stored, then summed by `sum_slice`.
         let flat = ids.iter().all(|&id| id == SCALAR_LEAF || loops::is_flat(tp.value_of(id).len(), total));
         let mut stored = if flat { Vec::new() } else { tp.scratch(total) };
-        let inputs = inputs_on::<T, C>(tp, ids, leaf_scalars);
+        let inputs = inputs_of::<T, C>(ids, |id| tp.value_of(id), leaf_scalars);
         let inputs = &inputs[..n];
         let sum = loops::sum::<T, C>(prog, inputs, shape.slice()).unwrap_or_else(|| {
             loops::forward::<T, C>(prog, inputs, shape.slice(), &mut stored);
@@ -272,21 +273,21 @@ fn compute<T: Float, const C: usize>(
     Some(out)
 }
 
-/// The leaves as the loops read them: a node's value, or a Rust scalar
-/// as a one-element input of shape `[]`.
-fn inputs_on<'a, T: Float, const C: usize>(
-    tp: &'a Tape<T>,
+/// The leaves as the loops read them: a node's value (`value` finds it),
+/// or a Rust scalar (the next of `leaf_scalars`) as a one-element input of
+/// shape `[]`.
+fn inputs_of<'a, T: Float, const C: usize>(
     ids: &[NodeId],
+    value: impl Fn(NodeId) -> &'a Tensor<T>,
     leaf_scalars: &'a [T],
 ) -> [Input<'a, T>; C] {
     let mut inputs = [Input { data: &[][..], shape: &[][..] }; C];
-    let mut next = 0;
+    let mut scalars = leaf_scalars.chunks(1);
     for (input, &id) in inputs.iter_mut().zip(ids) {
         *input = if id == SCALAR_LEAF {
-            next += 1;
-            Input { data: &leaf_scalars[next - 1..next], shape: &[] }
+            Input { data: scalars.next().unwrap_or(&[]), shape: &[] }
         } else {
-            let value = tp.value_of(id);
+            let value = value(id);
             Input { data: &value.data, shape: value.shape() }
         };
     }
@@ -318,22 +319,13 @@ fn backward_in<T: Float, const C: usize>(
         return;
     }
     let params = &node.scalars[..plan.params];
-    let mut inputs = [Input { data: &[][..], shape: &[][..] }; C];
-    let mut next_scalar = plan.params;
-    let mut wanted = 0u32;
-    for (k, (input, &id)) in inputs.iter_mut().zip(ids).enumerate() {
-        *input = if id == SCALAR_LEAF {
-            let Some(data) = node.scalars.get(next_scalar..next_scalar + 1) else { return };
-            next_scalar += 1;
-            Input { data, shape: &[] }
-        } else {
-            if sink.wants(id) {
-                wanted |= 1 << k;
-            }
-            let value = sink.value(id);
-            Input { data: &value.data, shape: value.shape() }
-        };
+    let leaf_scalars = &node.scalars[plan.params..];
+    if leaf_scalars.len() != ids.iter().filter(|&&id| id == SCALAR_LEAF).count() {
+        return;
     }
+    let wanted = (0..n).filter(|&k| ids[k] != SCALAR_LEAF && sink.wants(ids[k])).fold(0u32, |w, k| w | 1 << k);
+    let nodes = sink.nodes();
+    let inputs = inputs_of::<T, C>(ids, |id| &nodes[id].value, leaf_scalars);
     let inputs = &inputs[..n];
     let root = plan.root();
     let prog = Program {

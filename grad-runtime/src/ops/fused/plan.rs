@@ -47,10 +47,15 @@ impl Plan {
 
     /// The last elementwise step (a folded `sum` or `mean` follows it).
     pub(crate) const fn root(&self) -> usize {
-        match fold(self.steps) {
-            Some(_) => self.steps.len() - 2,
-            None => self.steps.len() - 1,
-        }
+        root(self.steps)
+    }
+}
+
+/// The last elementwise step of a well-formed plan.
+const fn root(steps: &[Step]) -> usize {
+    match fold(steps) {
+        Some(_) => steps.len() - 2,
+        None => steps.len() - 1,
     }
 }
 
@@ -122,10 +127,7 @@ const fn needed(steps: &[Step]) -> Bits {
         }
     }
     let mut bits = Bits::NONE;
-    let root = match fold(steps) {
-        Some(_) => steps.len() - 2,
-        None => steps.len() - 1,
-    };
+    let root = root(steps);
     let mut k = 0;
     while k <= root {
         let step = steps[k];
