@@ -48,6 +48,7 @@ extern crate self as grad_runtime;
 
 mod batches;
 mod broadcast;
+mod cache;
 pub mod check;
 mod claims;
 #[cfg(feature = "mpi")]

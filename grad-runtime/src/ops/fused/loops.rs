@@ -10,7 +10,7 @@
 
 use ndarray::IxDyn;
 
-use super::tile::{self, Program, Source};
+use super::tile::{self, Program, Source, Val};
 use crate::Float;
 use crate::broadcast::broadcast_strides;
 use crate::ops::reduce::sum_slice;
@@ -92,6 +92,28 @@ impl<'a, T: Float, const C: usize> Walk<'a, T, C> {
     }
 }
 
+/// The inputs as values along a small region of `n` elements
+/// ([`Program::is_small`]), or `None` when the region is not small or an
+/// input is broadcast along it.
+fn small<'a, T: Float, const C: usize>(
+    prog: &Program<'_, T>,
+    inputs: &[Input<'a, T>],
+    n: usize,
+) -> Option<[Val<'a, T>; C]> {
+    if !prog.is_small(n, inputs.len()) {
+        return None;
+    }
+    let mut x = [Val::All(T::zero()); C];
+    for (x, input) in x.iter_mut().zip(inputs) {
+        *x = match input.data {
+            data if data.len() == n => Val::Each(data),
+            &[v] => Val::All(v),
+            _ => return None,
+        };
+    }
+    Some(x)
+}
+
 /// `out = root(inputs)` over the output's `shape`.
 pub(crate) fn forward<T: Float, const C: usize>(
     prog: &Program<'_, T>,
@@ -99,9 +121,13 @@ pub(crate) fn forward<T: Float, const C: usize>(
     shape: &[usize],
     out: &mut [T],
 ) {
-    let walk = Walk::<T, C>::new(inputs, shape);
-    let scratch = prog.forward_scratch(inputs.len());
     let n = inputs.len();
+    if let Some(x) = small::<T, C>(prog, inputs, out.len()) {
+        let scratch = prog.small_forward_scratch(out.len());
+        return T::with_scratch(scratch, |s| tile::forward_small(prog, &x[..n], out, s));
+    }
+    let walk = Walk::<T, C>::new(inputs, shape);
+    let scratch = prog.forward_scratch(n);
     let segment = |start: usize, out: &mut [T]| {
         let sources = walk.sources(start, out.len());
         T::with_scratch(scratch, |s| tile::forward_segment::<T, C>(prog, &sources[..n], out, s));
@@ -174,12 +200,22 @@ pub(crate) fn backward<T: Float, const C: usize>(
     outs: [&mut [T]; C],
 ) {
     let total = shape.iter().product::<usize>();
+    let n = inputs.len();
+    if let Some(x) = small::<T, C>(prog, inputs, total) {
+        let g = match g {
+            Source::Slice(g) => Val::Each(g),
+            Source::Splat(g) => Val::All(g),
+        };
+        let mut outs = outs;
+        let scratch = prog.small_backward_scratch(total);
+        return T::with_scratch(scratch, |s| tile::backward_small(prog, &x[..n], y, g, &mut outs, total, s));
+    }
     let walk = Walk::<T, C>::new(inputs, shape);
     let unit = walk.unit();
     if total == 0 || unit == 0 {
         return;
     }
-    let (n, scratch) = (inputs.len(), prog.backward_scratch(inputs.len()));
+    let scratch = prog.backward_scratch(n);
     let segment = |start: usize, len: usize, mut outs: [&mut [T]; C]| {
         let y = y.map(|y| &y[start..start + len]);
         let g = match g {

@@ -24,6 +24,7 @@
 //! are gradients of inputs used once; see the manual (`grad_macro.md`).
 
 mod check;
+mod kernels;
 mod loops;
 mod plan;
 mod tile;

@@ -101,6 +101,9 @@ fn broadcast_inputs_walk_by_rows_and_sum_their_gradients_back() {
         (&[2, 1, 5], &[3, 1], &[2, 3, 5]),
         (&[300, 200], &[200], &[1]),
         (&[], &[7], &[2, 7]),
+        // Small enough for one tile of its own size, one input a single element.
+        (&[2, 16], &[], &[1]),
+        (&[16], &[1], &[16]),
     ] {
         let (a0, b0, c0) = (random(sa, 1), random(sb, 2), random(sc, 3));
         let mut fused_tape = Tape::<f32>::new();

@@ -14,18 +14,15 @@
 //! already holds, in the order the tape would add them. So values are the
 //! unfused ops' bits, and so are the gradients of inputs read once.
 //!
-//! Every loop runs over whole blocks of [`L`] lanes, which the compiler
-//! turns into whole vectors (a loop of unknown length ran a short tile as
-//! scalar iterations); a tile that is not a whole number of blocks is
-//! copied in and out of padded buffers.
+//! Each step is one call of a loop in `kernels.rs` over whole blocks of
+//! [`L`] lanes, which the compiler turns into whole vectors (a loop of
+//! unknown length ran a short tile as scalar iterations); a tile that is
+//! not a whole number of blocks is copied in and out of padded buffers.
 
-use super::plan::{Bits, Src, Step, StepOp, reads_output, with_func};
-use crate::Float;
-use crate::ops::unary::Elementwise;
-use crate::simd;
-
-/// Lanes of a block: one AVX-512 vector of `f32`, two of AVX2.
-const L: usize = 16;
+pub(crate) use super::kernels::Val;
+use super::kernels::{self, Arith, L};
+use super::plan::{Bits, Src, Step, StepOp, reads_output};
+use crate::{Float, cache};
 
 /// The most leaves a region reads (the macro cuts larger expressions).
 /// The interpreter is compiled for a few capacities `C` up to it, so a
@@ -33,18 +30,12 @@ const L: usize = 16;
 /// cost W2's tiny regions three times their own work).
 pub(crate) const MAX_LEAVES: usize = 16;
 
-/// Elements per tile: 1 KiB of values, a whole number of blocks and a
-/// divisor of the folded sum's block (`SUM_BLOCK`).
-pub(crate) const fn tile<T>() -> usize {
-    1024 / size_of::<T>()
-}
+/// The most elements a tile holds: the folded sum's block (`SUM_BLOCK`
+/// in `loops.rs`), which every tile size divides.
+const MAX_TILE: usize = 1024;
 
-/// A value along a tile: one per element, or one for all.
-#[derive(Clone, Copy)]
-pub(crate) enum Val<'a, T> {
-    Each(&'a [T]),
-    All(T),
-}
+/// The fewest elements a tile holds: four blocks.
+const MIN_TILE: usize = 4 * L;
 
 /// What a region's interpretation reads besides its leaves.
 #[derive(Clone, Copy)]
@@ -62,15 +53,54 @@ pub(crate) struct Program<'a, T> {
     pub(crate) wanted: u32,
 }
 
+/// Where a tile's values lie: `n` elements (a whole number of blocks),
+/// step `k`'s at `k * stride` in the scratch.
+#[derive(Clone, Copy)]
+struct Layout {
+    n: usize,
+    stride: usize,
+}
+
 impl<T> Program<'_, T> {
+    /// Elements per tile for a program over `leaves` leaves: the largest
+    /// power of two, from [`MIN_TILE`] to [`MAX_TILE`], whose tiles that
+    /// backward keeps hot (each step's value and gradient, each leaf's
+    /// input and gradient, one more) fit the CPU's L1 data cache. Fewer
+    /// and larger tiles mean fewer calls of the loops per element; tiles
+    /// that spill out of L1 cost more than those calls.
+    pub(crate) fn tile(&self, leaves: usize) -> usize {
+        let tiles = 2 * (self.root + 1) + 2 * leaves + 1;
+        let fit = cache::l1d_bytes() / (tiles * size_of::<T>());
+        if fit < MIN_TILE { MIN_TILE } else { (1 << fit.ilog2()).min(MAX_TILE) }
+    }
+
+    /// Whether a region of `n` elements over `leaves` leaves is
+    /// interpreted as one tile of its own size ([`forward_small`],
+    /// [`backward_small`]): at most a tile, a whole number of blocks. Such
+    /// a region costs less to compute than the walk over tiles and
+    /// threads, so the walk is skipped.
+    pub(crate) fn is_small(&self, n: usize, leaves: usize) -> bool {
+        n > 0 && n <= self.tile(leaves) && n.is_multiple_of(L)
+    }
+
+    /// The scratch of [`forward_small`] on `n` elements.
+    pub(crate) fn small_forward_scratch(&self, n: usize) -> usize {
+        (self.root + 1) * n
+    }
+
+    /// The scratch of [`backward_small`] on `n` elements.
+    pub(crate) fn small_backward_scratch(&self, n: usize) -> usize {
+        (2 * (self.root + 1) + 1) * n
+    }
+
     /// The scratch one thread needs for a forward segment.
     pub(crate) fn forward_scratch(&self, leaves: usize) -> usize {
-        (self.root + 1 + leaves) * tile::<T>()
+        (self.root + 1 + leaves) * self.tile(leaves)
     }
 
     /// The scratch one thread needs for a backward segment.
     pub(crate) fn backward_scratch(&self, leaves: usize) -> usize {
-        (2 * (self.root + 1) + 2 * leaves + 3) * tile::<T>()
+        (2 * (self.root + 1) + 2 * leaves + 3) * self.tile(leaves)
     }
 }
 
@@ -100,15 +130,14 @@ pub(crate) enum Source<'a, T> {
     Splat(T),
 }
 
-simd::multiversion! {
 /// `out = root(x)` over a segment (any length).
-pub(crate) fn forward_segment[T: Float, const C: usize][T, C](
+pub(crate) fn forward_segment<T: Float, const C: usize>(
     prog: &Program<'_, T>,
     x: &[Source<'_, T>],
     out: &mut [T],
     scratch: &mut [T],
 ) {
-    let tile = tile::<T>();
+    let tile = prog.tile(x.len());
     let (vals, leaf_tiles) = scratch.split_at_mut((prog.root + 1) * tile);
     for (t, out) in out.chunks_mut(tile).enumerate() {
         let (start, m) = (t * tile, out.len());
@@ -118,24 +147,22 @@ pub(crate) fn forward_segment[T: Float, const C: usize][T, C](
             for (leaf, source) in leaves.iter_mut().zip(x) {
                 *leaf = along(*source, start, n);
             }
-            forward_tile(prog, &leaves, n, vals, Some(out));
+            forward_tile(prog, &leaves, Layout { n, stride: tile }, vals, Some(out));
         } else {
             for ((leaf, source), buffer) in leaves.iter_mut().zip(x).zip(leaf_tiles.chunks_mut(tile)) {
                 *leaf = padded(*source, start, m, n, buffer);
             }
-            forward_tile(prog, &leaves, n, vals, None);
+            forward_tile(prog, &leaves, Layout { n, stride: tile }, vals, None);
             let root = prog.root * tile;
             out.copy_from_slice(&vals[root..root + m]);
         }
     }
 }
-}
 
-simd::multiversion! {
 /// Each wanted leaf's gradient over a segment of `len` elements into
 /// `outs[i]` (empty for a leaf not wanted), from the root's gradient `g`
 /// and its value `y` (`None` for a folded region, which recomputes it).
-pub(crate) fn backward_segment[T: Float, const C: usize][T, C](
+pub(crate) fn backward_segment<T: Float, const C: usize>(
     prog: &Program<'_, T>,
     x: &[Source<'_, T>],
     y: Option<&[T]>,
@@ -144,7 +171,7 @@ pub(crate) fn backward_segment[T: Float, const C: usize][T, C](
     len: usize,
     scratch: &mut [T],
 ) {
-    let tile = tile::<T>();
+    let tile = prog.tile(x.len());
     let nodes = (prog.root + 1) * tile;
     let (vals, rest) = scratch.split_at_mut(nodes);
     let (adjs, rest) = rest.split_at_mut(nodes);
@@ -168,7 +195,7 @@ pub(crate) fn backward_segment[T: Float, const C: usize][T, C](
             }
             let y = y.map(|y| &y[start..start + n]);
             let g = along(g, start, n);
-            backward_tile(prog, &leaves, y, g, n, vals, adjs, tmp, &mut d);
+            backward_tile(prog, &leaves, y, g, Layout { n, stride: tile }, vals, adjs, tmp, &mut d);
         } else {
             for ((leaf, source), buffer) in leaves.iter_mut().zip(x).zip(leaf_tiles.chunks_mut(tile)) {
                 *leaf = padded(*source, start, m, n, buffer);
@@ -187,7 +214,7 @@ pub(crate) fn backward_segment[T: Float, const C: usize][T, C](
                 &y_tile[..n]
             });
             let g = padded(g, start, m, n, g_tile);
-            backward_tile(prog, &leaves, y, g, n, vals, adjs, tmp, &mut d);
+            backward_tile(prog, &leaves, y, g, Layout { n, stride: tile }, vals, adjs, tmp, &mut d);
             for (d, out) in d.iter().zip(outs.iter_mut()) {
                 if !out.is_empty() {
                     out[start..start + m].copy_from_slice(&d[..m]);
@@ -196,6 +223,31 @@ pub(crate) fn backward_segment[T: Float, const C: usize][T, C](
         }
     }
 }
+
+/// `out = root(x)` on a small region ([`Program::is_small`]) whose leaves are read
+/// flat; `scratch` holds [`Program::small_forward_scratch`].
+pub(crate) fn forward_small<T: Float>(prog: &Program<'_, T>, x: &[Val<'_, T>], out: &mut [T], scratch: &mut [T]) {
+    let n = out.len();
+    forward_tile(prog, x, Layout { n, stride: n }, scratch, Some(out));
+}
+
+/// Each wanted leaf's gradient on a small region ([`Program::is_small`]) whose
+/// leaves are read flat, into `d[i]` (empty for a leaf not wanted), as
+/// [`backward_segment`] computes it; `scratch` holds
+/// [`Program::small_backward_scratch`].
+pub(crate) fn backward_small<T: Float, const C: usize>(
+    prog: &Program<'_, T>,
+    x: &[Val<'_, T>],
+    y: Option<&[T]>,
+    g: Val<'_, T>,
+    d: &mut [&mut [T]; C],
+    n: usize,
+    scratch: &mut [T],
+) {
+    let nodes = (prog.root + 1) * n;
+    let (vals, rest) = scratch.split_at_mut(nodes);
+    let (adjs, tmp) = rest.split_at_mut(nodes);
+    backward_tile(prog, x, y, g, Layout { n, stride: n }, vals, adjs, tmp, d);
 }
 
 /// A source along `n` elements from `start`, read in place.
@@ -221,14 +273,14 @@ fn padded<'a, T: Float>(source: Source<'_, T>, start: usize, m: usize, n: usize,
     }
 }
 
-/// An operand of a step on a tile of `n` elements: a leaf, a scalar, or
-/// an earlier step's values (tile `j` of `vals`).
+/// An operand of a step on a tile: a leaf, a scalar, or an earlier
+/// step's values (tile `j` of `vals`).
 #[inline(always)]
-fn operand<'v, T: Float>(src: Src, x: &[Val<'v, T>], params: &[T], vals: &'v [T], n: usize) -> Val<'v, T> {
+fn operand<'v, T: Float>(src: Src, x: &[Val<'v, T>], params: &[T], vals: &'v [T], at: Layout) -> Val<'v, T> {
     match src {
         Src::Leaf(i) => x[i],
         Src::Param(i) => Val::All(params[i]),
-        Src::Step(j) => Val::Each(&vals[j * tile::<T>()..][..n]),
+        Src::Step(j) => Val::Each(&vals[j * at.stride..][..at.n]),
     }
 }
 
@@ -245,42 +297,42 @@ fn number<T: Float>(src: Option<Src>, x: &[Val<'_, T>], params: &[T]) -> T {
     }
 }
 
-/// The steps up to the root on one tile of `n` elements: step `k` into
-/// tile `k` of `vals`, the root into `out` when given.
+/// The steps up to the root on one tile: step `k` into tile `k` of
+/// `vals`, the root into `out` when given.
 #[inline(always)]
-fn forward_tile<T: Float>(prog: &Program<'_, T>, x: &[Val<'_, T>], n: usize, vals: &mut [T], out: Option<&mut [T]>) {
+fn forward_tile<T: Float>(prog: &Program<'_, T>, x: &[Val<'_, T>], at: Layout, vals: &mut [T], out: Option<&mut [T]>) {
     let mut out = out;
     for k in 0..=prog.root {
-        let (before, rest) = vals.split_at_mut(k * tile::<T>());
+        let (before, rest) = vals.split_at_mut(k * at.stride);
         let dst = match out.as_deref_mut() {
             Some(out) if k == prog.root => out,
-            _ => &mut rest[..n],
+            _ => &mut rest[..at.n],
         };
-        eval(prog.steps[k], x, prog.params, before, n, dst);
+        eval(prog.steps[k], x, prog.params, before, at, dst);
     }
 }
 
 /// One step's values on a tile into `dst`.
-#[inline(always)]
-fn eval<T: Float>(step: Step, x: &[Val<'_, T>], params: &[T], vals: &[T], n: usize, dst: &mut [T]) {
-    let a = operand(step.a, x, params, vals, n);
-    let b = || step.b.map_or(Val::All(T::nan()), |b| operand(b, x, params, vals, n));
-    match step.op {
-        StepOp::Add => map2(dst, false, a, b(), |a, b| a + b),
-        StepOp::Sub => map2(dst, false, a, b(), |a, b| a - b),
-        StepOp::Mul => map2(dst, false, a, b(), |a, b| a * b),
-        StepOp::Div => map2(dst, false, a, b(), |a, b| a / b),
-        StepOp::Neg => map1(dst, false, a, |a| -a),
+fn eval<T: Float>(step: Step, x: &[Val<'_, T>], params: &[T], vals: &[T], at: Layout, dst: &mut [T]) {
+    let a = operand(step.a, x, params, vals, at);
+    let b = || step.b.map_or(Val::All(T::nan()), |b| operand(b, x, params, vals, at));
+    let arith = match step.op {
+        StepOp::Add => Arith::Add,
+        StepOp::Sub => Arith::Sub,
+        StepOp::Mul => Arith::Mul,
+        StepOp::Div => Arith::Div,
+        StepOp::Neg => Arith::Neg,
         StepOp::Apply(func) => {
             let (p, q) = (number(step.b, x, params), number(step.c, x, params));
-            with_func!(func, p, q, f => map1(dst, false, a, |a| f.f(a)))
+            return kernels::apply(func, p, q, dst, a);
         }
         // Never before the root.
-        StepOp::Sum | StepOp::Mean => {}
-    }
+        StepOp::Sum | StepOp::Mean => return,
+    };
+    kernels::arith(arith, dst, false, a, b());
 }
 
-/// The gradients on one tile of `n` elements: the values backward reads
+/// The gradients on one tile: the values backward reads
 /// into `vals`, each inner step's gradient into its tile of `adjs`, each
 /// wanted leaf's into `d[i]`.
 #[allow(clippy::too_many_arguments)]
@@ -290,18 +342,18 @@ fn backward_tile<T: Float, const C: usize>(
     x: &[Val<'_, T>],
     y: Option<&[T]>,
     g: Val<'_, T>,
-    n: usize,
+    at: Layout,
     vals: &mut [T],
     adjs: &mut [T],
     tmp: &mut [T],
     d: &mut [&mut [T]; C],
 ) {
-    let (root, tile) = (prog.root, tile::<T>());
+    let (root, tile, n) = (prog.root, at.stride, at.n);
     // The root's value is given, unless the region is folded.
     let top = if y.is_some() { root } else { root + 1 };
     for k in (0..top).filter(|&k| prog.needed.has(k)) {
         let (before, rest) = vals.split_at_mut(k * tile);
-        eval(prog.steps[k], x, prog.params, before, n, &mut rest[..n]);
+        eval(prog.steps[k], x, prog.params, before, at, &mut rest[..n]);
     }
     let vals = &*vals;
     let value = |j: usize| match y {
@@ -325,75 +377,27 @@ fn backward_tile<T: Float, const C: usize>(
                 }
                 _ => continue,
             };
-            let other = |src: Option<Src>| src.map_or(Val::All(T::nan()), |s| operand(s, x, prog.params, vals, n));
-            match (step.op, position) {
-                (StepOp::Add, _) | (StepOp::Sub, 0) => map1(dst, add, adj, |g| g),
-                (StepOp::Sub, _) => map1(dst, add, adj, |g| -g),
-                (StepOp::Mul, 0) => map2(dst, add, adj, other(step.b), |g, b| g * b),
-                (StepOp::Mul, _) => map2(dst, add, adj, other(Some(step.a)), |g, a| g * a),
-                (StepOp::Div, 0) => map2(dst, add, adj, other(step.b), |g, b| g / b),
+            let other = |src: Option<Src>| src.map_or(Val::All(T::nan()), |s| operand(s, x, prog.params, vals, at));
+            let rule = match (step.op, position) {
+                (StepOp::Add, _) | (StepOp::Sub, 0) => (Arith::Copy, Val::All(T::zero())),
+                (StepOp::Sub, _) => (Arith::Neg, Val::All(T::zero())),
+                (StepOp::Mul, 0) => (Arith::Mul, other(step.b)),
+                (StepOp::Div, 0) => (Arith::Div, other(step.b)),
+                (StepOp::Mul, _) => (Arith::Mul, other(Some(step.a))),
                 (StepOp::Div, _) => {
-                    map2(&mut tmp[..n], false, value(k), other(step.b), |y, b| y / b);
-                    map2(dst, add, adj, Val::Each(&tmp[..n]), |g, t| -g * t);
+                    kernels::arith(Arith::Div, &mut tmp[..n], false, value(k), other(step.b));
+                    (Arith::NegMul, Val::Each(&tmp[..n]))
                 }
-                (StepOp::Neg, _) => map1(dst, add, adj, |g| g * -T::one()),
+                (StepOp::Neg, _) => (Arith::Mul, Val::All(-T::one())),
                 (StepOp::Apply(func), _) => {
                     let at = if reads_output(func) { value(k) } else { other(Some(step.a)) };
                     let (p, q) = (number(step.b, x, prog.params), number(step.c, x, prog.params));
-                    with_func!(func, p, q, f => map2(dst, add, adj, at, |g, v| g * f.df(v, v)))
+                    kernels::apply_df(func, p, q, dst, add, adj, at);
+                    continue;
                 }
-                (StepOp::Sum | StepOp::Mean, _) => {}
-            }
+                (StepOp::Sum | StepOp::Mean, _) => continue,
+            };
+            kernels::arith(rule.0, dst, add, adj, rule.1);
         }
-    }
-}
-
-/// `dst[j] = f(a[j])`, or `dst[j] = dst[j] + f(a[j])` when `add`.
-#[inline(always)]
-fn map1<T: Float>(dst: &mut [T], add: bool, a: Val<'_, T>, f: impl Fn(T) -> T) {
-    map2(dst, add, a, Val::All(T::zero()), |a, _| f(a));
-}
-
-/// `dst[j] = f(a[j], b[j])`, or `dst[j] = dst[j] + f(a[j], b[j])` when
-/// `add`; `dst` is a whole number of blocks, and so is each `Each`. Each
-/// block is read into locals, computed, then stored: the compiler cannot
-/// tell the output from the operands apart, and with loads after stores
-/// it left the block as sixteen scalar operations.
-#[inline(always)]
-fn map2<T: Float>(dst: &mut [T], add: bool, a: Val<'_, T>, b: Val<'_, T>, f: impl Fn(T, T) -> T) {
-    let (dst, _) = dst.as_chunks_mut::<L>();
-    /// One loop per case, over blocks of `L`: `$a` and `$b` give block `c`.
-    macro_rules! each {
-        (|$c:ident| $a:expr, $b:expr) => {
-            for ($c, o) in dst.iter_mut().enumerate() {
-                let (a, b): ([T; L], [T; L]) = ($a, $b);
-                let mut r = if add { *o } else { [T::zero(); L] };
-                if add {
-                    for j in 0..L {
-                        r[j] += f(a[j], b[j]);
-                    }
-                } else {
-                    for j in 0..L {
-                        r[j] = f(a[j], b[j]);
-                    }
-                }
-                *o = r;
-            }
-        };
-    }
-    match (a, b) {
-        (Val::Each(a), Val::Each(b)) => {
-            let (a, b) = (a.as_chunks::<L>().0, b.as_chunks::<L>().0);
-            each!(|c| a[c], b[c]);
-        }
-        (Val::Each(a), Val::All(b)) => {
-            let a = a.as_chunks::<L>().0;
-            each!(|c| a[c], [b; L]);
-        }
-        (Val::All(a), Val::Each(b)) => {
-            let b = b.as_chunks::<L>().0;
-            each!(|c| [a; L], b[c]);
-        }
-        (Val::All(a), Val::All(b)) => each!(|_c| [a; L], [b; L]),
     }
 }
