@@ -1,9 +1,11 @@
 //! The interpreter of a region's plan over tiles: a run of the output is
-//! cut into tiles of a few hundred elements, and each step of the plan is
-//! one loop over the tile, reading its operands from the leaves in place,
-//! from a scalar, or from an earlier step's tile (in L1, as the compiled
-//! kernels' registers were). Compiled once here, at each SIMD level, for
-//! `f32` and `f64`: a region costs its user's crate no code at all.
+//! cut into tiles sized so that what backward keeps of them fits the CPU's
+//! L1 data cache ([`Program::tile`]), and each step of the plan is one loop
+//! over the tile, reading its operands from the leaves in place, from a
+//! scalar, or from an earlier step's tile (in L1). Compiled once here, at
+//! each SIMD level, for `f32` and `f64`: a region costs its user's crate
+//! no code at all. A region no larger than a tile is one tile of its own
+//! size, without the walk over tiles and threads.
 //!
 //! Forward evaluates the steps in order. Backward recomputes the values
 //! its rules read ([`Plan::needed`](super::plan::Plan)), then walks the
@@ -14,10 +16,9 @@
 //! already holds, in the order the tape would add them. So values are the
 //! unfused ops' bits, and so are the gradients of inputs read once.
 //!
-//! Each step is one call of a loop in `kernels.rs` over whole blocks of
-//! [`L`] lanes, which the compiler turns into whole vectors (a loop of
-//! unknown length ran a short tile as scalar iterations); a tile that is
-//! not a whole number of blocks is copied in and out of padded buffers.
+//! Each step is one call of a loop in `kernels.rs` over a whole number of
+//! blocks of [`L`] lanes; a tile that is not one is copied in and out of
+//! padded buffers.
 
 pub(crate) use super::kernels::Val;
 use super::kernels::{self, Arith, L};
