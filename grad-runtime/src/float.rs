@@ -104,7 +104,13 @@ mod sealed {
     use std::cell::RefCell;
     use std::panic::Location;
 
+    use ndarray::ArrayViewD;
+
+    use crate::GradError;
     use crate::dsl::Operand;
+    use crate::gemm::{self, MatRef, Precision};
+    #[cfg(feature = "onnx")]
+    use crate::onnx::Export;
     use crate::ops::fused::{self, Fused, Plan};
     use crate::ops::sink::GradSink;
     use crate::tensor::{Tensor, TensorRef};
@@ -112,8 +118,10 @@ mod sealed {
 
     /// What only the crate sees of a [`Float`](super::Float): the view of
     /// its buffers as `f32`, where the bf16 products start; per-thread
-    /// scratch; and the fused regions' interpreter, compiled here once for
-    /// each type (a `grad!` block's crate calls it, and compiles none of it).
+    /// scratch; and the work compiled here once for each type, which the
+    /// user's crate calls and compiles none of: the fused regions'
+    /// interpreter, the backward pass with every op's rule, the matrix
+    /// product, the ONNX export.
     pub trait Sealed: Sized {
         /// True for `f32`.
         fn is_f32() -> bool;
@@ -134,6 +142,33 @@ mod sealed {
             params: &[Self],
             caller: &'static Location<'static>,
         ) -> Var
+        where
+            Self: super::Float;
+        /// [`Tape::backward`] and [`Tape::backward_with`]: the walk over the
+        /// tape and every backward rule, compiled here. (Generic code is
+        /// compiled again in every crate that calls it; the rules are most
+        /// of the library's code.)
+        fn tape_backward(
+            tp: &mut Tape<Self>,
+            loss: Var,
+            seed: Option<ArrayViewD<'_, Self>>,
+            location: &'static Location<'static>,
+        ) -> Result<(), GradError>
+        where
+            Self: super::Float;
+        /// The matrix product every op runs on (`gemm::gemm_in`).
+        fn gemm(
+            precision: Precision,
+            a: MatRef<'_, Self>,
+            b: MatRef<'_, Self>,
+            c: &mut [Self],
+            accumulate: bool,
+            scratch: &mut [Self],
+        ) where
+            Self: super::Float;
+        /// An ONNX export's bytes ([`Export::to_bytes`]).
+        #[cfg(feature = "onnx")]
+        fn onnx_bytes(export: Export<'_, Self>) -> Result<Vec<u8>, GradError>
         where
             Self: super::Float;
         /// A fused node's backward rule.
@@ -182,6 +217,31 @@ mod sealed {
                 caller: &'static Location<'static>,
             ) -> Var {
                 fused::record(tp, plan, leaves, params, caller)
+            }
+            #[inline(never)]
+            fn tape_backward(
+                tp: &mut Tape<$t>,
+                loss: Var,
+                seed: Option<ArrayViewD<'_, $t>>,
+                location: &'static Location<'static>,
+            ) -> Result<(), GradError> {
+                tp.backward_seeded(loss, seed, location)
+            }
+            #[inline(never)]
+            fn gemm(
+                precision: Precision,
+                a: MatRef<'_, $t>,
+                b: MatRef<'_, $t>,
+                c: &mut [$t],
+                accumulate: bool,
+                scratch: &mut [$t],
+            ) {
+                gemm::gemm_in(precision, a, b, c, accumulate, scratch)
+            }
+            #[cfg(feature = "onnx")]
+            #[inline(never)]
+            fn onnx_bytes(export: Export<'_, $t>) -> Result<Vec<u8>, GradError> {
+                crate::onnx::bytes(export)
             }
             #[inline(never)]
             fn fused_backward(sink: &mut GradSink<'_, $t>, g: &TensorRef<'_, $t>, out: &Tensor<$t>, node: &Fused<$t>) {

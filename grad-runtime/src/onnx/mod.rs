@@ -92,6 +92,12 @@ pub struct Export<'t, T: Float> {
     location: &'static Location<'static>,
 }
 
+/// What [`Export::to_bytes`] runs, compiled here for `f32` and `f64`
+/// (`float.rs`).
+pub(crate) fn bytes<T: Float>(export: Export<'_, T>) -> Result<Vec<u8>, GradError> {
+    export::to_bytes(export)
+}
+
 impl<'t, T: Float> Export<'t, T> {
     /// An export of what `tape` recorded; nothing is named yet.
     #[track_caller]
@@ -156,7 +162,7 @@ impl<'t, T: Float> Export<'t, T> {
     /// name used twice; an embedding handle that is not an embedding; a
     /// node that cannot be exported (named, with where it was recorded).
     pub fn to_bytes(self) -> Result<Vec<u8>, GradError> {
-        export::to_bytes(self)
+        T::onnx_bytes(self)
     }
 
     /// Writes the model to `path`, atomically (a crash leaves the old file

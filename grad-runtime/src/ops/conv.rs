@@ -117,7 +117,7 @@ pub fn g_conv2d<T: Float>(
                 let weights = MatRef::row_major(&vw[group * g.og * g.k..(group + 1) * g.og * g.k], g.og, g.k);
                 let c = &mut out[group * g.og * g.l..(group + 1) * g.og * g.l];
                 let cols = MatRef::row_major(cols, g.k, g.l);
-                gemm::gemm_in(g.precision, weights, cols, c, false, &mut packing[..packing_len]);
+                T::gemm(g.precision, weights, cols, c, false, &mut packing[..packing_len]);
             }
         }
     });
@@ -176,7 +176,7 @@ pub(crate) fn conv2d_backward<T: Float>(
                     im2col(&geo, &vx.data[geo.image_group(n, group)..], cols);
                     let block = &mut partial[group * geo.og * geo.k..(group + 1) * geo.og * geo.k];
                     let cols_t = MatRef::row_major(cols, geo.k, geo.l).t();
-                    gemm::gemm_in(geo.precision, g_block(n, group), cols_t, block, true, &mut packing[..packing_len]);
+                    T::gemm(geo.precision, g_block(n, group), cols_t, block, true, &mut packing[..packing_len]);
                 }
             }
         });
@@ -197,7 +197,7 @@ pub(crate) fn conv2d_backward<T: Float>(
                         geo.k,
                     );
                     let g_n = g_block(n, group);
-                    gemm::gemm_in(geo.precision, weights.t(), g_n, cols, false, &mut packing[..packing_len]);
+                    T::gemm(geo.precision, weights.t(), g_n, cols, false, &mut packing[..packing_len]);
                     col2im(&geo, cols, &mut gx[group * geo.cg * geo.h * geo.w..]);
                 }
             }

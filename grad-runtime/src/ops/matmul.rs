@@ -219,7 +219,7 @@ impl Plan {
             for (j, block) in out.chunks_exact_mut(m * n).enumerate() {
                 let (ia, ib) = self.offsets(sa, sb, piece * per_piece + j);
                 let (a, b) = operands(ia, ib);
-                gemm::gemm_in(precision, a, b, block, false, scratch);
+                T::gemm(precision, a, b, block, false, scratch);
             }
         };
         if pieces == 1 {
@@ -314,11 +314,11 @@ pub(crate) fn matmul_backward<T: Float>(
     // `g` at `io`; of `b` from the block of `a` at `ia` and of `g` at `io`.
     let grad_a = |ib: usize, io: usize, ga: &mut [T], scratch: &mut [T]| {
         let (b, g) = (MatRef::row_major(&vb.data[ib..], k, n), MatRef::row_major(&g.data[io..], m, n));
-        gemm::gemm_in(precision, g, b.t(), ga, accumulate, scratch);
+        T::gemm(precision, g, b.t(), ga, accumulate, scratch);
     };
     let grad_b = |ia: usize, io: usize, gb: &mut [T], scratch: &mut [T]| {
         let (a, g) = (MatRef::row_major(&va.data[ia..], m, k), MatRef::row_major(&g.data[io..], m, n));
-        gemm::gemm_in(precision, a.t(), g, gb, accumulate, scratch);
+        T::gemm(precision, a.t(), g, gb, accumulate, scratch);
     };
     // An operand's gradient, one block of `block` elements per product at its
     // own offset, from `grad(other operand's offset, g's offset, block, scratch)`.

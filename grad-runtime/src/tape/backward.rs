@@ -45,7 +45,7 @@ impl<T: Float> Tape<T> {
     /// ```
     #[track_caller]
     pub fn backward(&mut self, loss: Var) -> Result<(), GradError> {
-        self.backward_seeded(loss, None, Location::caller())
+        T::tape_backward(self, loss, None, Location::caller())
     }
 
     /// Like [`backward`](Tape::backward) but seeds the loss's gradient with
@@ -69,10 +69,10 @@ impl<T: Float> Tape<T> {
         loss: Var,
         seed: &ArrayBase<S, D>,
     ) -> Result<(), GradError> {
-        self.backward_seeded(loss, Some(seed.view().into_dyn()), Location::caller())
+        T::tape_backward(self, loss, Some(seed.view().into_dyn()), Location::caller())
     }
 
-    fn backward_seeded(
+    pub(crate) fn backward_seeded(
         &mut self,
         loss: Var,
         seed: Option<ndarray::ArrayViewD<'_, T>>,
