@@ -18,15 +18,44 @@ simd::multiversion! {
         // in registers from the start: returned by value, the tile was
         // zeroed in memory with `memset` and then loaded (perf: 3% of W3).
         let mut acc = [[T::zero(); NR]; MR];
-        for (a, b) in a[..kc * MR].chunks_exact(MR).zip(b[..kc * NR].chunks_exact(NR)) {
-            for i in 0..MR {
-                let ai = a[i];
-                for j in 0..NR {
-                    acc[i][j] = ai.mul_add(b[j], acc[i][j]);
-                }
+        // Several steps of the depth per iteration (`unroll`); each sum
+        // runs over the depth in the same order either way.
+        let unroll = unroll(MR, NR);
+        let unrolled = kc / unroll * unroll;
+        let (a4, a1) = a[..kc * MR].split_at(unrolled * MR);
+        let (b4, b1) = b[..kc * NR].split_at(unrolled * NR);
+        for (a, b) in a4.chunks_exact(unroll * MR).zip(b4.chunks_exact(unroll * NR)) {
+            for p in 0..unroll {
+                step(&mut acc, &a[p * MR..][..MR], &b[p * NR..][..NR]);
             }
         }
+        for (a, b) in a1.chunks_exact(MR).zip(b1.chunks_exact(NR)) {
+            step(&mut acc, a, b);
+        }
         *tile = acc;
+    }
+}
+
+/// Steps of the depth in one iteration of [`tile`]'s loop for an `mr ×
+/// nr` tile. Four for the tiles of AVX2 (at most 96 accumulators, 12
+/// vector registers): the loop's own work then comes once per 4 × 96
+/// multiply-adds, and W3 on a Zen 3 ran 125 → 139 GFLOP/s, W1 811 → 776
+/// µs (two unrolled ran 96 GFLOP/s and eight 66: the compiler's schedule,
+/// not the arithmetic, decides). One for AVX-512's larger tiles, measured
+/// at 91% of the FMA peak as they are.
+const fn unroll(mr: usize, nr: usize) -> usize {
+    if mr * nr <= 96 { 4 } else { 1 }
+}
+
+/// One step of the depth: `acc[i][j] += a[i] * b[j]`, each a fused
+/// multiply-add.
+#[inline(always)]
+fn step<T: Float, const MR: usize, const NR: usize>(acc: &mut [[T; NR]; MR], a: &[T], b: &[T]) {
+    for i in 0..MR {
+        let ai = a[i];
+        for j in 0..NR {
+            acc[i][j] = ai.mul_add(b[j], acc[i][j]);
+        }
     }
 }
 
