@@ -22,14 +22,14 @@ simd::multiversion! {
         // runs over the depth in the same order either way.
         let unroll = unroll(MR, NR);
         let unrolled = kc / unroll * unroll;
-        let (a4, a1) = a[..kc * MR].split_at(unrolled * MR);
-        let (b4, b1) = b[..kc * NR].split_at(unrolled * NR);
-        for (a, b) in a4.chunks_exact(unroll * MR).zip(b4.chunks_exact(unroll * NR)) {
+        let (a_unrolled, a_rest) = a[..kc * MR].split_at(unrolled * MR);
+        let (b_unrolled, b_rest) = b[..kc * NR].split_at(unrolled * NR);
+        for (a, b) in a_unrolled.chunks_exact(unroll * MR).zip(b_unrolled.chunks_exact(unroll * NR)) {
             for p in 0..unroll {
                 step(&mut acc, &a[p * MR..][..MR], &b[p * NR..][..NR]);
             }
         }
-        for (a, b) in a1.chunks_exact(MR).zip(b1.chunks_exact(NR)) {
+        for (a, b) in a_rest.chunks_exact(MR).zip(b_rest.chunks_exact(NR)) {
             step(&mut acc, a, b);
         }
         *tile = acc;

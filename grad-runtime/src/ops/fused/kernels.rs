@@ -92,7 +92,7 @@ fn map2<T: Float>(dst: &mut [T], add: bool, a: Val<'_, T>, b: Val<'_, T>, f: imp
 fn zip<T: Float>(dst: &mut [T], a: Val<'_, T>, b: Val<'_, T>, f: impl Fn(T, T, T) -> T) {
     let (dst, _) = dst.as_chunks_mut::<L>();
     /// One loop per case: `$a` and `$b` give block `c`.
-    macro_rules! each {
+    macro_rules! blocks {
         (|$c:ident| $a:expr, $b:expr) => {
             for ($c, o) in dst.iter_mut().enumerate() {
                 let (a, b, d): ([T; L], [T; L], [T; L]) = ($a, $b, *o);
@@ -107,17 +107,17 @@ fn zip<T: Float>(dst: &mut [T], a: Val<'_, T>, b: Val<'_, T>, f: impl Fn(T, T, T
     match (a, b) {
         (Val::Each(a), Val::Each(b)) => {
             let (a, b) = (a.as_chunks::<L>().0, b.as_chunks::<L>().0);
-            each!(|c| a[c], b[c]);
+            blocks!(|c| a[c], b[c]);
         }
         (Val::Each(a), Val::All(b)) => {
             let a = a.as_chunks::<L>().0;
-            each!(|c| a[c], [b; L]);
+            blocks!(|c| a[c], [b; L]);
         }
         (Val::All(a), Val::Each(b)) => {
             let b = b.as_chunks::<L>().0;
-            each!(|c| [a; L], b[c]);
+            blocks!(|c| [a; L], b[c]);
         }
-        (Val::All(a), Val::All(b)) => each!(|_c| [a; L], [b; L]),
+        (Val::All(a), Val::All(b)) => blocks!(|_c| [a; L], [b; L]),
     }
 }
 

@@ -225,16 +225,16 @@ pub(crate) fn backward_segment<T: Float, const C: usize>(
     }
 }
 
-/// `out = root(x)` on a small region ([`Program::is_small`]) whose leaves are read
-/// flat; `scratch` holds [`Program::small_forward_scratch`].
+/// `out = root(x)` on a small region ([`Program::is_small`]) whose leaves
+/// are read flat; `scratch` holds [`Program::small_forward_scratch`].
 pub(crate) fn forward_small<T: Float>(prog: &Program<'_, T>, x: &[Val<'_, T>], out: &mut [T], scratch: &mut [T]) {
     let n = out.len();
     forward_tile(prog, x, Layout { n, stride: n }, scratch, Some(out));
 }
 
-/// Each wanted leaf's gradient on a small region ([`Program::is_small`]) whose
-/// leaves are read flat, into `d[i]` (empty for a leaf not wanted), as
-/// [`backward_segment`] computes it; `scratch` holds
+/// Each wanted leaf's gradient on a small region ([`Program::is_small`])
+/// whose leaves are read flat, into `d[i]` (empty for a leaf not wanted),
+/// as [`backward_segment`] computes it; `scratch` holds
 /// [`Program::small_backward_scratch`].
 pub(crate) fn backward_small<T: Float, const C: usize>(
     prog: &Program<'_, T>,
