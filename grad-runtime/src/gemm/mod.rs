@@ -58,8 +58,13 @@ pub(crate) const MIN_PARALLEL_FLOPS: usize = 1 << 22;
 /// `pair.rs` (a hand-off of about 2 µs, against 20 µs of work in a half).
 pub(crate) const MIN_PAIR_FLOPS: usize = 1 << 20;
 
-/// Below this many elements a block of `b` is packed on one thread.
-const MIN_PARALLEL_PACK: usize = 1 << 18;
+/// Below this many elements a block of `b` is packed on one thread. A
+/// product shared out over the pool waits for its `b` to be packed, so the
+/// pool's hand-off pays from well below the size of the blocks themselves:
+/// at 2^18, the 784 × 256 block of W1's and W9's products (200K elements)
+/// was packed on one thread while the other waited, and W9 ran 1478 ->
+/// 1346 µs at 2^16 (Zen 3, medians of five alternated runs).
+const MIN_PARALLEL_PACK: usize = 1 << 16;
 
 /// A matrix in a buffer: element `(i, j)` at `data[i * row_stride + j * col_stride]`.
 #[derive(Clone, Copy, Debug)]
