@@ -21,7 +21,10 @@ use std::process::Command;
 
 use grad_runtime::nn::{BatchNorm2d, Linear, Mlp};
 use grad_runtime::onnx::Export;
-use grad_runtime::{ErrorKind, GradError, Params, Rng, Tape, Var, g_detach, g_dropout, g_reshape, grad};
+use grad_runtime::{
+    ErrorKind, GradError, Params, Rng, Tape, Var, g_detach, g_dropout, g_matmul, g_reshape, g_sum, g_tanh, g_transpose,
+    grad,
+};
 use ndarray::{Array1, Array2, ArrayD, IxDyn};
 use serde_json::{Value, json};
 
@@ -220,8 +223,16 @@ fn every_op(tape: &mut Tape<f32>, rng: &mut Rng) -> (Named, Named) {
         products,
         attended,
     ) = outputs;
+    // A recorded gradient: its products read an operand transposed.
+    let w = g_transpose(tape, b);
+    let p = g_matmul(tape, a, w);
+    let t = g_tanh(tape, p);
+    let y = g_sum(tape, t);
+    let gradients = tape.grad_graph(y, &[a, b]).expect("a product is differentiable");
     let inputs = vec![("a", a), ("images", images)];
     let outputs = vec![
+        ("input_gradient", gradients[0]),
+        ("weight_gradient", gradients[1]),
         ("activations", activations),
         ("reductions", reductions),
         ("layout", layout),

@@ -176,6 +176,37 @@ fn products_and_layout() {
     }
 }
 
+/// The gradient products of a product, recorded by `grad_graph`, read
+/// their operands transposed; recording their own gradients (a third
+/// derivative) goes through those transposed reads in every layout:
+/// plain, a batch against a matrix (both ways), a broadcast batch, `bmm`.
+#[test]
+fn products_differentiate_to_third_order() {
+    let mut rng = Rng::new(96);
+    let cases: [(&str, bool, &[usize], &[usize]); 5] = [
+        ("matmul", false, &[3, 4], &[4, 2]),
+        ("matmul, batch @ matrix", false, &[2, 3, 4], &[4, 2]),
+        ("matmul, matrix @ batch", false, &[3, 4], &[2, 4, 2]),
+        ("matmul, broadcast batch", false, &[2, 1, 3, 4], &[3, 4, 2]),
+        ("bmm", true, &[2, 3, 4], &[2, 4, 2]),
+    ];
+    for (name, bmm, sa, sb) in cases {
+        check(
+            &format!("{name}, gradient differentiated twice"),
+            &|tp, v| {
+                let p = if bmm { g_bmm(tp, v[0], v[1]) } else { g_matmul(tp, v[0], v[1]) };
+                let s = squashed(tp, p);
+                let y = g_sum(tp, s);
+                let g = tp.grad_graph(y, v).expect("a product is differentiable to any order");
+                let (ga, gb) = (squashed(tp, g[0]), squashed(tp, g[1]));
+                let (ga, gb) = (g_sum(tp, ga), g_sum(tp, gb));
+                g_add(tp, ga, gb)
+            },
+            &[rng.normal_array(sa), rng.normal_array(sb)],
+        );
+    }
+}
+
 #[test]
 fn softmax_losses_embedding_and_norm() {
     let mut rng = Rng::new(95);

@@ -142,15 +142,23 @@ pub(crate) fn emit<T: Float>(e: &mut Emit<'_, T>, id: NodeId) -> Result<Value, R
             };
             (name, dims::reduce(same(e, x), axis, keepdim))
         }
-        Op::MatMul(a, b, _) | Op::Bmm(a, b, _) => {
-            let dynamic = dims::matmul(
-                e.value(a).dynamic,
-                e.shape(a).len(),
-                e.value(b).dynamic,
-                e.shape(b).len(),
-                out_shape.len(),
-            )?;
-            (e.binary("MatMul", stem, &e.name(a), &e.name(b)), dynamic)
+        Op::MatMul(a, b, product) | Op::Bmm(a, b, product) => {
+            // An operand the product reads transposed goes through a Transpose.
+            let mut operand = |x: NodeId, transposed: bool, which: &str| {
+                let rank = e.shape(x).len();
+                let mut order: Vec<usize> = (0..rank).collect();
+                if !transposed {
+                    return (e.name(x), e.value(x).dynamic);
+                }
+                order.swap(rank - 2, rank - 1);
+                let perm: Vec<i64> = order.iter().map(|&a| a as i64).collect();
+                let name = e.node("Transpose", &format!("{stem}_{which}t"), &[&e.name(x)], vec![ints("perm", &perm)]);
+                (name, dims::permute(e.value(x).dynamic, &order))
+            };
+            let (name_a, dynamic_a) = operand(a, product.transposed[0], "a");
+            let (name_b, dynamic_b) = operand(b, product.transposed[1], "b");
+            let dynamic = dims::matmul(dynamic_a, e.shape(a).len(), dynamic_b, e.shape(b).len(), out_shape.len())?;
+            (e.binary("MatMul", stem, &name_a, &name_b), dynamic)
         }
         Op::Attention { q, k, v, causal, .. } => {
             let rank = e.shape(q).len();

@@ -15,7 +15,7 @@ use ndarray::{Dimension, IxDyn};
 use crate::ops::axis::AxisLanes;
 use crate::ops::reduce::{argmax_lane, argmin_lane};
 use crate::ops::unary::Unary;
-use crate::ops::{Op, attention, conv, index, permute, pool, scatter};
+use crate::ops::{Op, attention, conv, index, matmul, permute, pool, scatter};
 use crate::tape::NodeId;
 use crate::*;
 
@@ -39,7 +39,7 @@ pub(crate) fn backward<T: Float>(
     // product was (as its kernel backward computes them), whatever the
     // tape's setting is now.
     let recorded = match *op {
-        Op::MatMul(_, _, precision) | Op::Bmm(_, _, precision) => precision,
+        Op::MatMul(_, _, product) | Op::Bmm(_, _, product) => product.precision,
         Op::Conv2d { spec, .. } => spec.precision,
         _ => return rule(tp, op, id, g, wants, add),
     };
@@ -156,18 +156,28 @@ fn rule<T: Float>(
             let gx = scatter::scatter_add(tp, g, chosen, shape);
             add(tp, x, gx);
         }
-        Op::MatMul(a, b, _) | Op::Bmm(a, b, _) => {
-            let product = if matches!(op, Op::Bmm(..)) { g_bmm } else { g_matmul };
+        Op::MatMul(a, b, product) | Op::Bmm(a, b, product) => {
+            // `g @ op(b)ᵀ` to `a` and `op(a)ᵀ @ g` to `b`, as products that
+            // read their operands transposed (no copies); a transposed
+            // operand's gradient is the transpose of those.
+            let bmm = matches!(op, Op::Bmm(..));
+            let [ta, tb] = product.transposed;
             let (va, vb) = (var(tp, a), var(tp, b));
             if wants(a) {
-                let bt = g_transpose(tp, vb);
-                let ga = product(tp, g, bt);
+                let ga = if ta {
+                    matmul::matmul_transposed(tp, bmm, [vb, g], [tb, true])
+                } else {
+                    matmul::matmul_transposed(tp, bmm, [g, vb], [false, !tb])
+                };
                 let ga = unbroadcast(tp, ga, a);
                 add(tp, a, ga);
             }
             if wants(b) {
-                let at = g_transpose(tp, va);
-                let gb = product(tp, at, g);
+                let gb = if tb {
+                    matmul::matmul_transposed(tp, bmm, [g, va], [true, ta])
+                } else {
+                    matmul::matmul_transposed(tp, bmm, [va, g], [!ta, false])
+                };
                 let gb = unbroadcast(tp, gb, b);
                 add(tp, b, gb);
             }

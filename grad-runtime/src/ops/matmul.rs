@@ -54,7 +54,7 @@ pub fn g_matmul<T: Float>(tp: &mut Tape<T>, a: Var, b: Var) -> Var {
     let Some([a, b]) = tp.resolve(NAME, [a, b], location) else {
         return tp.poisoned_var();
     };
-    product(tp, NAME, a, b, Op::MatMul, location)
+    product(tp, NAME, [a, b], [false; 2], Op::MatMul, location)
 }
 
 /// The batched product of `a: [batch, m, k]` and `b: [batch, k, n]`, giving
@@ -96,7 +96,52 @@ pub fn g_bmm<T: Float>(tp: &mut Tape<T>, a: Var, b: Var) -> Var {
         return tp.fail(NAME, kind, &[a, b], location);
     }
     // Beyond those checks, the shapes of a batched g_matmul: its kernels serve.
-    product(tp, NAME, a, b, Op::Bmm, location)
+    product(tp, NAME, [a, b], [false; 2], Op::Bmm, location)
+}
+
+/// How a product node reads its operands and computes its terms: each
+/// operand as it is or transposed (its last two axes swapped, read through
+/// strides, never copied: the gradient products a recorded backward pass
+/// builds), and the precision its backward products use too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Product {
+    pub(crate) precision: Precision,
+    pub(crate) transposed: [bool; 2],
+}
+
+/// `op(a) @ op(b)` recorded as `g_matmul` (`bmm` false) or `g_bmm`, with
+/// `op` a transposition of the last two axes where `transposed` says: what
+/// a recorded backward pass uses for its gradient products, instead of
+/// copying a transposed operand. The shapes are those of a valid product.
+#[track_caller]
+pub(crate) fn matmul_transposed<T: Float>(
+    tp: &mut Tape<T>,
+    bmm: bool,
+    operands: [Var; 2],
+    transposed: [bool; 2],
+) -> Var {
+    let name = if bmm { "g_bmm" } else { "g_matmul" };
+    let location = Location::caller();
+    let Some(ids) = tp.resolve(name, operands, location) else {
+        return tp.poisoned_var();
+    };
+    product(tp, name, ids, transposed, if bmm { Op::Bmm } else { Op::MatMul }, location)
+}
+
+/// An operand's shape as the product reads it: the last two axes swapped
+/// when `transposed`.
+fn as_read(shape: &[usize], transposed: bool) -> IxDyn {
+    let mut read = IxDyn(shape);
+    if transposed && shape.len() >= 2 {
+        read.slice_mut().swap(shape.len() - 2, shape.len() - 1);
+    }
+    read
+}
+
+/// Matrix `i × j` of an operand stored from `data`, read transposed when
+/// `transposed` (then stored `j × i`).
+fn read<T>(data: &[T], rows: usize, cols: usize, transposed: bool) -> MatRef<'_, T> {
+    if transposed { MatRef::row_major(data, cols, rows).t() } else { MatRef::row_major(data, rows, cols) }
 }
 
 /// Plans `a @ b`, records the error if the shapes do not fit, else runs
@@ -106,13 +151,13 @@ pub fn g_bmm<T: Float>(tp: &mut Tape<T>, a: Var, b: Var) -> Var {
 fn product<T: Float>(
     tp: &mut Tape<T>,
     name: &'static str,
-    a: NodeId,
-    b: NodeId,
-    op: fn(NodeId, NodeId, Precision) -> Op<T>,
+    [a, b]: [NodeId; 2],
+    transposed: [bool; 2],
+    op: fn(NodeId, NodeId, Product) -> Op<T>,
     location: &'static Location<'static>,
 ) -> Var {
     let precision = tp.matmul_precision();
-    let plan = match Plan::new(tp.shape(a), tp.shape(b)) {
+    let plan = match Plan::new(tp.shape(a), tp.shape(b), transposed) {
         Ok(plan) => plan,
         Err(kind) => return tp.fail(name, kind, &[a, b], location),
     };
@@ -120,11 +165,13 @@ fn product<T: Float>(
     let pieces = plan.pieces();
     let mut scratch = tp.scratch(pieces * gemm::scratch_len_in::<T>(precision, plan.m, plan.k, plan.n));
     let (va, vb) = (tp.value_of(a), tp.value_of(b));
-    plan.run(precision, va.shape(), vb.shape(), &mut out.data, (&mut scratch, pieces), |ia, ib| {
-        (MatRef::row_major(&va.data[ia..], plan.m, plan.k), MatRef::row_major(&vb.data[ib..], plan.k, plan.n))
+    let [ta, tb] = transposed;
+    let (sa, sb) = (as_read(va.shape(), ta), as_read(vb.shape(), tb));
+    plan.run(precision, sa.slice(), sb.slice(), &mut out.data, (&mut scratch, pieces), |ia, ib| {
+        (read(&va.data[ia..], plan.m, plan.k, ta), read(&vb.data[ib..], plan.k, plan.n, tb))
     });
     tp.recycle(scratch);
-    tp.push(op(a, b, precision), out)
+    tp.push(op(a, b, Product { precision, transposed }), out)
 }
 
 /// How a product of two shapes decomposes into GEMMs.
@@ -139,17 +186,22 @@ struct Plan {
 }
 
 impl Plan {
-    fn new(sa: &[usize], sb: &[usize]) -> Result<Plan, ErrorKind> {
+    /// The plan of `op(a) @ op(b)` for operands stored with shapes `sa`
+    /// and `sb`, `op` transposing where `transposed` says.
+    fn new(sa: &[usize], sb: &[usize], transposed: [bool; 2]) -> Result<Plan, ErrorKind> {
         let expected = "2-D or higher (a matrix or a stack of matrices)";
         if sa.len() < 2 || sb.len() < 2 {
             return Err(ErrorKind::Rank { expected, got: sa.len().min(sb.len()) });
         }
+        let (sa, sb) = (&as_read(sa, transposed[0]), &as_read(sb, transposed[1]));
+        let (sa, sb) = (sa.slice(), sb.slice());
         let (m, k) = (sa[sa.len() - 2], sa[sa.len() - 1]);
         let (k2, n) = (sb[sb.len() - 2], sb[sb.len() - 1]);
         if k != k2 {
             return Err(ErrorKind::InnerDim { left: k, right: k2 });
         }
-        if sb.len() == 2 {
+        // A transposed stack `a` is separate matrices, not one tall one.
+        if sb.len() == 2 && (sa.len() == 2 || !transposed[0]) {
             let mut out_shape = IxDyn(sa);
             out_shape[sa.len() - 1] = n;
             let rows = sa[..sa.len() - 1].iter().product();
@@ -157,9 +209,10 @@ impl Plan {
         }
         let (batch_a, batch_b) = (&sa[..sa.len() - 2], &sb[..sb.len() - 2]);
         let batch = broadcast_shapes(batch_a, batch_b).ok_or_else(|| first_batch_mismatch(batch_a, batch_b))?;
-        let mut out_dims = batch.slice().to_vec();
-        out_dims.extend([m, n]);
-        Ok(Plan { m, k, n, out_shape: IxDyn(&out_dims), batch: Some(batch) })
+        let mut out_shape = IxDyn::zeros(batch.ndim() + 2);
+        out_shape.slice_mut()[..batch.ndim()].copy_from_slice(batch.slice());
+        out_shape.slice_mut()[batch.ndim()..].copy_from_slice(&[m, n]);
+        Ok(Plan { m, k, n, out_shape, batch: Some(batch) })
     }
 
     /// The number of matrix products.
@@ -293,12 +346,13 @@ pub(crate) fn matmul_backward<T: Float>(
     g: &TensorRef<'_, T>,
     a: NodeId,
     b: NodeId,
-    precision: Precision,
+    Product { precision, transposed: [ta, tb] }: Product,
 ) {
     let (va, vb) = (sink.value(a), sink.value(b));
-    let plan = Plan::new(va.shape(), vb.shape()).expect("invariant: shapes were checked in the forward pass");
+    let plan = Plan::new(va.shape(), vb.shape(), [ta, tb]).expect("invariant: shapes were checked in the forward pass");
     let (m, k, n) = (plan.m, plan.k, plan.n);
-    let (sa, sb) = (va.shape(), vb.shape());
+    let (sa, sb) = (&as_read(va.shape(), ta), &as_read(vb.shape(), tb));
+    let (sa, sb) = (sa.slice(), sb.slice());
     // Scratch for both products: g @ bᵀ is m × n by n × k, aᵀ @ g is k × m by m × n;
     // twice that when a batch runs in two halves.
     let per = gemm::scratch_len_in::<T>(precision, m, n, k).max(gemm::scratch_len_in::<T>(precision, k, m, n));
@@ -312,31 +366,36 @@ pub(crate) fn matmul_backward<T: Float>(
     };
     // A product's gradient block of `a` from the block of `b` at `ib` and of
     // `g` at `io`; of `b` from the block of `a` at `ia` and of `g` at `io`.
+    // A transposed operand's gradient is stored transposed too: `(g @ bᵀ)ᵀ
+    // = b @ gᵀ` for `a`, `(aᵀ @ g)ᵀ = gᵀ @ a` for `b`.
     let grad_a = |ib: usize, io: usize, ga: &mut [T], scratch: &mut [T]| {
-        let (b, g) = (MatRef::row_major(&vb.data[ib..], k, n), MatRef::row_major(&g.data[io..], m, n));
-        T::gemm(precision, g, b.t(), ga, accumulate, scratch);
+        let (b, g) = (read(&vb.data[ib..], k, n, tb), MatRef::row_major(&g.data[io..], m, n));
+        let (left, right) = if ta { (b, g.t()) } else { (g, b.t()) };
+        T::gemm(precision, left, right, ga, accumulate, scratch);
     };
     let grad_b = |ia: usize, io: usize, gb: &mut [T], scratch: &mut [T]| {
-        let (a, g) = (MatRef::row_major(&va.data[ia..], m, k), MatRef::row_major(&g.data[io..], m, n));
-        T::gemm(precision, a.t(), g, gb, accumulate, scratch);
+        let (a, g) = (read(&va.data[ia..], m, k, ta), MatRef::row_major(&g.data[io..], m, n));
+        let (left, right) = if tb { (g.t(), a) } else { (a.t(), g) };
+        T::gemm(precision, left, right, gb, accumulate, scratch);
     };
     // An operand's gradient, one block of `block` elements per product at its
     // own offset, from `grad(other operand's offset, g's offset, block, scratch)`.
-    let operand = |of_a: bool, halves: bool, block: usize, gradient: &mut [T], scratch: &mut [T], grad: &Product<T>| {
-        // (this operand's offset, the other's) in product `i`'s operands at `(ia, ib)`.
-        let own_other = |(ia, ib): (usize, usize)| if of_a { (ia, ib) } else { (ib, ia) };
-        if halves {
-            let product = |i, x: &mut [T], scratch: &mut [T]| {
-                grad(own_other(plan.offsets(sa, sb, i)).1, i * m * n, x, scratch);
-            };
-            in_halves(plan.count(), block, gradient, scratch, per, &product);
-        } else {
-            plan.for_each_product(sa, sb, |ia, ib, io| {
-                let (own, other) = own_other((ia, ib));
-                grad(other, io, &mut gradient[own..own + block], &mut scratch[..per]);
-            });
-        }
-    };
+    let operand =
+        |of_a: bool, halves: bool, block: usize, gradient: &mut [T], scratch: &mut [T], grad: &BlockProduct<T>| {
+            // (this operand's offset, the other's) in product `i`'s operands at `(ia, ib)`.
+            let own_other = |(ia, ib): (usize, usize)| if of_a { (ia, ib) } else { (ib, ia) };
+            if halves {
+                let product = |i, x: &mut [T], scratch: &mut [T]| {
+                    grad(own_other(plan.offsets(sa, sb, i)).1, i * m * n, x, scratch);
+                };
+                in_halves(plan.count(), block, gradient, scratch, per, &product);
+            } else {
+                plan.for_each_product(sa, sb, |ia, ib, io| {
+                    let (own, other) = own_other((ia, ib));
+                    grad(other, io, &mut gradient[own..own + block], &mut scratch[..per]);
+                });
+            }
+        };
     contribute(sink, a, &mut |ga| operand(true, halves_a, m * k, ga, &mut scratch, &grad_a));
     contribute(sink, b, &mut |gb| operand(false, halves_b, k * n, gb, &mut scratch, &grad_b));
     sink.recycle(scratch);
@@ -344,7 +403,7 @@ pub(crate) fn matmul_backward<T: Float>(
 
 /// One product's block of an operand's gradient: `(other, io, block,
 /// scratch)`, from the other operand's block at `other` and `g`'s at `io`.
-type Product<'a, T> = dyn Fn(usize, usize, &mut [T], &mut [T]) + Sync + 'a;
+type BlockProduct<'a, T> = dyn Fn(usize, usize, &mut [T], &mut [T]) + Sync + 'a;
 
 /// `product(i, block_i, scratch)` for the `count` products of a batch
 /// whose gradient is `gradient`, one block of `block` elements per product

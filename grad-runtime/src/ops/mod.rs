@@ -113,7 +113,7 @@ pub use custom::{CustomOp, CustomRef, InputGrads, Inputs};
 use ndarray::IxDyn;
 
 use crate::Float;
-use crate::tape::{NodeId, Precision};
+use crate::tape::NodeId;
 use crate::tensor::{Tensor, TensorRef};
 use sink::GradSink;
 use unary::Unary;
@@ -154,9 +154,10 @@ pub(crate) enum Op<T: Float> {
         x: NodeId,
         axis: usize,
     },
-    /// The precision its terms were computed in, which its backward products use too.
-    MatMul(NodeId, NodeId, Precision),
-    Bmm(NodeId, NodeId, Precision),
+    /// Which operands it reads transposed, and the precision its terms were
+    /// computed in, which its backward products use too.
+    MatMul(NodeId, NodeId, matmul::Product),
+    Bmm(NodeId, NodeId, matmul::Product),
     Transpose(NodeId),
     /// `g_permute`: output axis `d` is input axis `order[d]`, for `d < ndim`.
     Permute {
@@ -432,7 +433,7 @@ impl<T: Float> Op<T> {
             Op::MeanAxis { x, axis } => reduce::mean_axis_backward(sink, g, x, axis),
             Op::MaxAxis { x, axis } => reduce::max_axis_backward(sink, g, x, axis),
             Op::MinAxis { x, axis } => reduce::min_axis_backward(sink, g, x, axis),
-            Op::MatMul(a, b, precision) | Op::Bmm(a, b, precision) => matmul::matmul_backward(sink, g, a, b, precision),
+            Op::MatMul(a, b, product) | Op::Bmm(a, b, product) => matmul::matmul_backward(sink, g, a, b, product),
             Op::Attention { q, k, v, causal, ref saved } => {
                 attention::attention_backward(sink, g, [q, k, v], causal, saved)
             }
