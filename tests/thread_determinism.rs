@@ -54,19 +54,28 @@ fn run(threads: usize) -> Vec<ArrayD<f32>> {
     let total = g_sum(&mut tape, z);
     let loss = g_sum(&mut tape, m);
     let loss = g_add(&mut tape, loss, total);
+    // Layer norms by groups of rows: a large one (the pool) and a medium
+    // one (the caller and the helper thread).
+    let [gamma, beta] = [(); 2].map(|_| tape.param(rng.normal_array(&[512]).mapv(|v| v as f32)));
+    let [gamma64, beta64] = [(); 2].map(|_| tape.param(rng.normal_array(&[64]).mapv(|v| v as f32)));
+    let normed = g_layer_norm(&mut tape, z, gamma, beta, 1e-5);
+    let normed_medium = g_layer_norm(&mut tape, paired, gamma64, beta64, 1e-5);
     // Fused regions: by rows (`b` broadcast), and a folded sum.
     let f = grad!(tape; gelu(h + b) * 0.5 - z / 4.0);
     let folded = grad!(tape; sum(sigmoid(x) * x));
     let loss = grad!(tape; loss + sum(f * f) + folded + sum(batched * batched) + sum(conv * conv)
-        + sum(medium * medium) + sum(paired * paired) + sum(medium_tanh * medium_tanh) + sum(medium_product));
+        + sum(medium * medium) + sum(paired * paired) + sum(medium_tanh * medium_tanh) + sum(medium_product)
+        + sum(tanh(normed)) + sum(tanh(normed_medium)));
     tape.backward(loss).expect("the graph is well formed");
     let mut out: Vec<ArrayD<f32>> =
-        [s, sx, t, h, z, e, p, l, m, f, folded, batched, conv, medium, paired, soft, medium_tanh, medium_product, loss]
+        [s, sx, t, h, z, e, p, l, m, f, folded, batched, conv, medium, paired, soft, medium_tanh, medium_product]
             .iter()
             .map(|&v| tape.value(v).to_owned())
             .collect();
-    out.extend([x, w, b, qa, qb, ma, mb, pa, pb, image, kernel].iter().map(|&v| tape.grad(v).to_owned()));
-    for v in [qa, qb, ma, mb, pa, pb, image, kernel] {
+    out.extend([normed, normed_medium, loss].iter().map(|&v| tape.value(v).to_owned()));
+    let grads = [x, w, b, qa, qb, ma, mb, pa, pb, image, kernel, gamma, beta, gamma64, beta64];
+    out.extend(grads.iter().map(|&v| tape.grad(v).to_owned()));
+    for v in [qa, qb, ma, mb, pa, pb, image, kernel, gamma, beta, gamma64, beta64] {
         tape.freeze(v).expect("a parameter of this tape");
     }
     let mut adam = Adam::new(1e-2);

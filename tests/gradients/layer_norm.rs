@@ -45,3 +45,30 @@ fn layer_norm_parameters_must_match_the_last_axis() {
     assert_eq!(error.kind(), &ErrorKind::ShapeMismatch);
     assert!(error.to_string().contains("[4, 8] and [8] and [4]"), "{error}");
 }
+
+/// Rows large enough to be shared out between threads in groups give, to
+/// the bit, what each row gives alone: value and input gradient.
+#[test]
+fn rows_shared_out_in_groups_match_each_row_alone() {
+    let mut rng = Rng::new(48);
+    let (rows, dim) = (300, 512);
+    let inputs = [rng.normal_array(&[rows, dim]), rng.normal_array(&[dim]), rng.normal_array(&[dim])];
+    let mut tape = Tape::<f64>::new();
+    let [x, gamma, beta] = [0, 1, 2].map(|i| tape.param(&inputs[i]));
+    let y = g_layer_norm(&mut tape, x, gamma, beta, 1e-5);
+    let t = g_tanh(&mut tape, y);
+    let loss = g_sum(&mut tape, t);
+    tape.backward(loss).unwrap();
+    let (whole, whole_dx) = (tape.value(y).to_owned(), tape.grad(x).to_owned());
+    for r in [0, 1, rows / 2, rows - 1] {
+        let mut tape = Tape::<f64>::new();
+        let row = inputs[0].slice(ndarray::s![r..r + 1, ..]).to_owned().into_dyn();
+        let (x, gamma, beta) = (tape.param(row), tape.param(&inputs[1]), tape.param(&inputs[2]));
+        let y = g_layer_norm(&mut tape, x, gamma, beta, 1e-5);
+        let t = g_tanh(&mut tape, y);
+        let loss = g_sum(&mut tape, t);
+        tape.backward(loss).unwrap();
+        assert_eq!(tape.value(y).slice(ndarray::s![0, ..]), whole.slice(ndarray::s![r, ..]), "value of row {r}");
+        assert_eq!(tape.grad(x).slice(ndarray::s![0, ..]), whole_dx.slice(ndarray::s![r, ..]), "gradient of row {r}");
+    }
+}

@@ -8,7 +8,7 @@ use crate::ops::Op;
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
 use crate::tensor::TensorRef;
-use crate::{Float, Tape, Var};
+use crate::{Float, Tape, Var, parallel};
 
 /// Layer normalization over the last axis of `x: [..., D]`, with a learned
 /// scale `gamma: [D]` and shift `beta: [D]`:
@@ -55,13 +55,33 @@ pub fn g_layer_norm<T: Float>(tp: &mut Tape<T>, x: Var, gamma: Var, beta: Var, e
         return tp.poisoned_var();
     };
     let (input, scale, shift) = (&tp.value_of(x).data, &tp.value_of(gamma).data, &tp.value_of(beta).data);
-    for (row, y) in input.chunks_exact(dim).zip(out.data.chunks_exact_mut(dim)) {
-        let (mean, rstd) = row_stats(row, eps);
-        for (((y, &x), &gamma), &beta) in y.iter_mut().zip(row).zip(scale).zip(shift) {
-            *y = (x - mean) * rstd * gamma + beta;
+    // Rows are independent: groups of them on several threads.
+    parallel::for_each_rows(&mut out.data, dim, |first, ys| {
+        for (row, y) in input[first * dim..].chunks_exact(dim).zip(ys.chunks_exact_mut(dim)) {
+            let (mean, rstd) = row_stats(row, eps);
+            for (((y, &x), &gamma), &beta) in y.iter_mut().zip(row).zip(scale).zip(shift) {
+                *y = (x - mean) * rstd * gamma + beta;
+            }
         }
-    }
+    });
     tp.push(Op::LayerNorm { x, gamma, beta, eps }, out)
+}
+
+/// One row's gradient in `x` from its gradient `g_row`.
+fn row_backward<T: Float>(row: &[T], g_row: &[T], scale: &[T], eps: T, dx_row: &mut [T]) {
+    let n = T::from_usize(scale.len());
+    let (mean, rstd) = row_stats(row, eps);
+    let (mut mean_g, mut mean_gx) = (T::zero(), T::zero());
+    for ((&x, &g), &gamma) in row.iter().zip(g_row).zip(scale) {
+        let g_hat = g * gamma;
+        mean_g += g_hat;
+        mean_gx += g_hat * (x - mean) * rstd;
+    }
+    let (mean_g, mean_gx) = (mean_g / n, mean_gx / n);
+    for (((d, &x), &g), &gamma) in dx_row.iter_mut().zip(row).zip(g_row).zip(scale) {
+        let x_hat = (x - mean) * rstd;
+        *d = (g * gamma - mean_g - x_hat * mean_gx) * rstd;
+    }
 }
 
 /// The row's mean and `1 / sqrt(biased variance + eps)`.
@@ -80,23 +100,16 @@ pub(crate) fn layer_norm_backward<T: Float>(
 ) {
     let (input, scale) = (sink.value(x), sink.value(gamma));
     let dim = scale.len().max(1);
-    let n = T::from_usize(scale.len());
     let rows = || input.data.chunks_exact(dim).zip(g.data.chunks_exact(dim));
     sink.contribute(x, |dx| {
-        for ((row, g_row), dx_row) in rows().zip(dx.chunks_exact_mut(dim)) {
-            let (mean, rstd) = row_stats(row, eps);
-            let (mut mean_g, mut mean_gx) = (T::zero(), T::zero());
-            for ((&x, &g), &gamma) in row.iter().zip(g_row).zip(&scale.data) {
-                let g_hat = g * gamma;
-                mean_g += g_hat;
-                mean_gx += g_hat * (x - mean) * rstd;
+        // Rows are independent: groups of them on several threads.
+        parallel::for_each_rows(dx, dim, |first, dx| {
+            let (input, g) = (&input.data[first * dim..], &g.data[first * dim..]);
+            let rows = input.chunks_exact(dim).zip(g.chunks_exact(dim));
+            for ((row, g_row), dx_row) in rows.zip(dx.chunks_exact_mut(dim)) {
+                row_backward(row, g_row, &scale.data, eps, dx_row);
             }
-            let (mean_g, mean_gx) = (mean_g / n, mean_gx / n);
-            for (((d, &x), &g), &gamma) in dx_row.iter_mut().zip(row).zip(g_row).zip(&scale.data) {
-                let x_hat = (x - mean) * rstd;
-                *d = (g * gamma - mean_g - x_hat * mean_gx) * rstd;
-            }
-        }
+        });
     });
     sink.contribute_zeroed(gamma, |d_gamma| {
         for (row, g_row) in rows() {
