@@ -78,3 +78,26 @@ fn permute_in_a_grad_block_has_its_shape_at_compile_time() {
     assert_eq!(tp.value(y).shape(), &[2, 3, 20]);
     assert_eq!(tp.value(y).iter().copied().collect::<Vec<_>>(), (0..120).map(|v| 2.0 * v as f64).collect::<Vec<_>>());
 }
+
+/// A permutation large enough to be shared out between threads by groups
+/// of rows, with contiguous and strided innermost axes, against ndarray's
+/// own view of the permuted axes; its gradient is the inverse permutation.
+#[test]
+fn large_permutations_match_ndarray_and_invert_in_backward() {
+    let mut rng = Rng::new(58);
+    let x_value = rng.normal_array(&[16, 64, 4, 32]);
+    for axes in [[0, 2, 1, 3], [3, 1, 0, 2], [0, 1, 3, 2]] {
+        let mut tape = Tape::<f64>::new();
+        let x = tape.param(&x_value);
+        let y = g_permute(&mut tape, x, &axes);
+        assert_eq!(tape.value(y), x_value.view().permuted_axes(axes.as_slice()), "{axes:?}");
+        let weights = rng.normal_array(tape.value(y).shape());
+        let w = tape.constant(&weights);
+        let weighted = g_mul(&mut tape, y, w);
+        let loss = g_sum(&mut tape, weighted);
+        tape.backward(loss).unwrap();
+        let mut back = [0; 4];
+        axes.iter().enumerate().for_each(|(d, &a)| back[a] = d);
+        assert_eq!(tape.grad(x), weights.view().permuted_axes(back.as_slice()), "{axes:?}");
+    }
+}

@@ -9,7 +9,7 @@ use crate::ops::Op;
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
 use crate::tensor::TensorRef;
-use crate::{Float, Tape, Var};
+use crate::{Float, Tape, Var, parallel};
 
 /// Most axes a permutation may have (the output's shape and strides are
 /// then held inline: recording one allocates nothing).
@@ -106,23 +106,39 @@ fn copy_permuted<T: Float>(shape: &[usize], x: &[T], axes: &[usize], out: &mut [
         return;
     }
     let (inner, inner_step) = (dims[n - 1], steps[n - 1]);
-    let mut index = [0usize; MAX_AXES];
-    let mut base = 0;
-    for row in out.chunks_exact_mut(inner) {
-        for (k, o) in row.iter_mut().enumerate() {
-            *o = x[base + k * inner_step];
-        }
-        // The next row: an odometer over the outer output axes.
-        for d in (0..n - 1).rev() {
-            index[d] += 1;
-            base += steps[d];
-            if index[d] < dims[d] {
-                break;
-            }
-            base -= steps[d] * dims[d];
-            index[d] = 0;
-        }
+    if inner == 0 {
+        return;
     }
+    // Rows of the output are independent: groups of them on several
+    // threads, each starting its odometer at its first row.
+    parallel::for_each_rows(out, inner, |first, rows| {
+        let (mut index, mut base) = ([0usize; MAX_AXES], 0);
+        let mut rest = first;
+        for d in (0..n - 1).rev() {
+            index[d] = rest % dims[d];
+            rest /= dims[d];
+            base += index[d] * steps[d];
+        }
+        for row in rows.chunks_exact_mut(inner) {
+            if inner_step == 1 {
+                row.copy_from_slice(&x[base..base + inner]);
+            } else {
+                for (k, o) in row.iter_mut().enumerate() {
+                    *o = x[base + k * inner_step];
+                }
+            }
+            // The next row: an odometer over the outer output axes.
+            for d in (0..n - 1).rev() {
+                index[d] += 1;
+                base += steps[d];
+                if index[d] < dims[d] {
+                    break;
+                }
+                base -= steps[d] * dims[d];
+                index[d] = 0;
+            }
+        }
+    });
 }
 
 /// The inverse of the first `ndim` entries of `order`.
