@@ -183,8 +183,11 @@ fn products_and_layout() {
 #[test]
 fn products_differentiate_to_third_order() {
     let mut rng = Rng::new(96);
-    let cases: [(&str, bool, &[usize], &[usize]); 5] = [
+    let cases: [(&str, bool, &[usize], &[usize]); 6] = [
         ("matmul", false, &[3, 4], &[4, 2]),
+        // Sizes whose transposed-read products need more packing scratch
+        // than the untransposed ones.
+        ("matmul, tall", false, &[30, 7], &[7, 2]),
         ("matmul, batch @ matrix", false, &[2, 3, 4], &[4, 2]),
         ("matmul, matrix @ batch", false, &[3, 4], &[2, 4, 2]),
         ("matmul, broadcast batch", false, &[2, 1, 3, 4], &[3, 4, 2]),

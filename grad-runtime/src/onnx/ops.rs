@@ -145,11 +145,11 @@ pub(crate) fn emit<T: Float>(e: &mut Emit<'_, T>, id: NodeId) -> Result<Value, R
         Op::MatMul(a, b, product) | Op::Bmm(a, b, product) => {
             // An operand the product reads transposed goes through a Transpose.
             let mut operand = |x: NodeId, transposed: bool, which: &str| {
-                let rank = e.shape(x).len();
-                let mut order: Vec<usize> = (0..rank).collect();
                 if !transposed {
                     return (e.name(x), e.value(x).dynamic);
                 }
+                let rank = e.shape(x).len();
+                let mut order: Vec<usize> = (0..rank).collect();
                 order.swap(rank - 2, rank - 1);
                 let perm: Vec<i64> = order.iter().map(|&a| a as i64).collect();
                 let name = e.node("Transpose", &format!("{stem}_{which}t"), &[&e.name(x)], vec![ints("perm", &perm)]);

@@ -353,9 +353,13 @@ pub(crate) fn matmul_backward<T: Float>(
     let (m, k, n) = (plan.m, plan.k, plan.n);
     let (sa, sb) = (&as_read(va.shape(), ta), &as_read(vb.shape(), tb));
     let (sa, sb) = (sa.slice(), sb.slice());
-    // Scratch for both products: g @ bᵀ is m × n by n × k, aᵀ @ g is k × m by m × n;
-    // twice that when a batch runs in two halves.
-    let per = gemm::scratch_len_in::<T>(precision, m, n, k).max(gemm::scratch_len_in::<T>(precision, k, m, n));
+    // Scratch for both products (rows × depth × columns): g @ bᵀ is m × n × k
+    // (b @ gᵀ, k × n × m, for a transposed a), aᵀ @ g is k × m × n (gᵀ @ a,
+    // n × m × k, for a transposed b); twice that when a batch runs in two halves.
+    let for_a = if ta { (k, n, m) } else { (m, n, k) };
+    let for_b = if tb { (n, m, k) } else { (k, m, n) };
+    let per = [for_a, for_b].map(|(rows, depth, cols)| gemm::scratch_len_in::<T>(precision, rows, depth, cols));
+    let per = per[0].max(per[1]);
     let (halves_a, halves_b) = (plan.paired_backward(sa), plan.paired_backward(sb));
     let mut scratch = sink.scratch(if halves_a || halves_b { 2 * per } else { per });
     // Broadcast batches add several products into one block: accumulate
