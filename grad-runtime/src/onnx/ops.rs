@@ -145,15 +145,11 @@ pub(crate) fn emit<T: Float>(e: &mut Emit<'_, T>, id: NodeId) -> Result<Value, R
         Op::MatMul(a, b, product) | Op::Bmm(a, b, product) => {
             // An operand the product reads transposed goes through a Transpose.
             let mut operand = |x: NodeId, transposed: bool, which: &str| {
-                if !transposed {
-                    return (e.name(x), e.value(x).dynamic);
+                if transposed {
+                    transpose_last_two(e, &format!("{stem}_{which}t"), x)
+                } else {
+                    (e.name(x), e.value(x).dynamic)
                 }
-                let rank = e.shape(x).len();
-                let mut order: Vec<usize> = (0..rank).collect();
-                order.swap(rank - 2, rank - 1);
-                let perm: Vec<i64> = order.iter().map(|&a| a as i64).collect();
-                let name = e.node("Transpose", &format!("{stem}_{which}t"), &[&e.name(x)], vec![ints("perm", &perm)]);
-                (name, dims::permute(e.value(x).dynamic, &order))
             };
             let (name_a, dynamic_a) = operand(a, product.transposed[0], "a");
             let (name_b, dynamic_b) = operand(b, product.transposed[1], "b");
@@ -166,9 +162,7 @@ pub(crate) fn emit<T: Float>(e: &mut Emit<'_, T>, id: NodeId) -> Result<Value, R
             if dynamic.is_some_and(|d| d + 2 >= rank) {
                 return Err("the batch is in its sequence or feature dims, not a leading one");
             }
-            let mut order: Vec<i64> = (0..rank as i64).collect();
-            order.swap(rank - 2, rank - 1);
-            let kt = e.node("Transpose", &format!("{stem}_kt"), &[&e.name(k)], vec![ints("perm", &order)]);
+            let (kt, _) = transpose_last_two(e, &format!("{stem}_kt"), k);
             let products = e.binary("MatMul", &format!("{stem}_products"), &e.name(q), &kt);
             let scale = T::from_f64(1.0 / (e.shape(q)[rank - 1].max(1) as f64).sqrt());
             let mut scores = e.with_scalar("Mul", &format!("{stem}_scores"), &products, scale);
@@ -182,13 +176,7 @@ pub(crate) fn emit<T: Float>(e: &mut Emit<'_, T>, id: NodeId) -> Result<Value, R
             let probs = e.node("Softmax", &format!("{stem}_probs"), &[&scores], vec![int("axis", -1)]);
             (e.binary("MatMul", stem, &probs, &e.name(v)), dynamic)
         }
-        Op::Transpose(x) => {
-            let rank = e.shape(x).len();
-            let mut order: Vec<usize> = (0..rank).collect();
-            order.swap(rank - 2, rank - 1);
-            let perm: Vec<i64> = order.iter().map(|&a| a as i64).collect();
-            (e.node("Transpose", stem, &[&e.name(x)], vec![ints("perm", &perm)]), dims::permute(same(e, x), &order))
-        }
+        Op::Transpose(x) => transpose_last_two(e, stem, x),
         Op::Permute { x, order, ndim } => {
             let order: Vec<usize> = order[..usize::from(ndim)].iter().map(|&a| usize::from(a)).collect();
             let perm: Vec<i64> = order.iter().map(|&a| a as i64).collect();
@@ -379,6 +367,17 @@ pub(crate) fn emit<T: Float>(e: &mut Emit<'_, T>, id: NodeId) -> Result<Value, R
 /// every node id (a tape never holds `usize::MAX / 2` nodes).
 pub(crate) fn ids_key(embedding: NodeId) -> NodeId {
     usize::MAX / 2 + embedding
+}
+
+/// A `Transpose` of `x`'s last two axes: its output's name and where the
+/// batch dim goes.
+fn transpose_last_two<T: Float>(e: &mut Emit<'_, T>, stem: &str, x: NodeId) -> (String, Option<usize>) {
+    let rank = e.shape(x).len();
+    let mut order: Vec<usize> = (0..rank).collect();
+    order.swap(rank - 2, rank - 1);
+    let perm: Vec<i64> = order.iter().map(|&a| a as i64).collect();
+    let name = e.node("Transpose", stem, &[&e.name(x)], vec![ints("perm", &perm)]);
+    (name, dims::permute(e.value(x).dynamic, &order))
 }
 
 /// An elementwise function of one tensor.

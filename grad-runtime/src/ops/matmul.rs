@@ -166,7 +166,7 @@ fn product<T: Float>(
     let mut scratch = tp.scratch(pieces * gemm::scratch_len_in::<T>(precision, plan.m, plan.k, plan.n));
     let (va, vb) = (tp.value_of(a), tp.value_of(b));
     let [ta, tb] = transposed;
-    let (sa, sb) = (as_read(va.shape(), ta), as_read(vb.shape(), tb));
+    let [sa, sb] = &plan.read;
     plan.run(precision, sa.slice(), sb.slice(), &mut out.data, (&mut scratch, pieces), |ia, ib| {
         (read(&va.data[ia..], plan.m, plan.k, ta), read(&vb.data[ib..], plan.k, plan.n, tb))
     });
@@ -183,6 +183,9 @@ struct Plan {
     /// The broadcast batch dims, or `None` when `b` is a single matrix and
     /// the whole of `a` folds into one `[rows, k] @ [k, n]` product.
     batch: Option<IxDyn>,
+    /// The operands' shapes as the product reads them (the last two axes
+    /// of a transposed one swapped).
+    read: [IxDyn; 2],
 }
 
 impl Plan {
@@ -193,8 +196,8 @@ impl Plan {
         if sa.len() < 2 || sb.len() < 2 {
             return Err(ErrorKind::Rank { expected, got: sa.len().min(sb.len()) });
         }
-        let (sa, sb) = (&as_read(sa, transposed[0]), &as_read(sb, transposed[1]));
-        let (sa, sb) = (sa.slice(), sb.slice());
+        let read = [as_read(sa, transposed[0]), as_read(sb, transposed[1])];
+        let (sa, sb) = (read[0].slice(), read[1].slice());
         let (m, k) = (sa[sa.len() - 2], sa[sa.len() - 1]);
         let (k2, n) = (sb[sb.len() - 2], sb[sb.len() - 1]);
         if k != k2 {
@@ -205,14 +208,14 @@ impl Plan {
             let mut out_shape = IxDyn(sa);
             out_shape[sa.len() - 1] = n;
             let rows = sa[..sa.len() - 1].iter().product();
-            return Ok(Plan { m: rows, k, n, out_shape, batch: None });
+            return Ok(Plan { m: rows, k, n, out_shape, batch: None, read });
         }
         let (batch_a, batch_b) = (&sa[..sa.len() - 2], &sb[..sb.len() - 2]);
         let batch = broadcast_shapes(batch_a, batch_b).ok_or_else(|| first_batch_mismatch(batch_a, batch_b))?;
         let mut out_shape = IxDyn::zeros(batch.ndim() + 2);
         out_shape.slice_mut()[..batch.ndim()].copy_from_slice(batch.slice());
         out_shape.slice_mut()[batch.ndim()..].copy_from_slice(&[m, n]);
-        Ok(Plan { m, k, n, out_shape, batch: Some(batch) })
+        Ok(Plan { m, k, n, out_shape, batch: Some(batch), read })
     }
 
     /// The number of matrix products.
@@ -351,8 +354,7 @@ pub(crate) fn matmul_backward<T: Float>(
     let (va, vb) = (sink.value(a), sink.value(b));
     let plan = Plan::new(va.shape(), vb.shape(), [ta, tb]).expect("invariant: shapes were checked in the forward pass");
     let (m, k, n) = (plan.m, plan.k, plan.n);
-    let (sa, sb) = (&as_read(va.shape(), ta), &as_read(vb.shape(), tb));
-    let (sa, sb) = (sa.slice(), sb.slice());
+    let (sa, sb) = (plan.read[0].slice(), plan.read[1].slice());
     // Scratch for both products (rows × depth × columns): g @ bᵀ is m × n × k
     // (b @ gᵀ, k × n × m, for a transposed a), aᵀ @ g is k × m × n (gᵀ @ a,
     // n × m × k, for a transposed b); twice that when a batch runs in two halves.
