@@ -13,6 +13,7 @@ use rayon::prelude::*;
 use crate::error::ErrorKind;
 use crate::gemm::{self, MatRef, Precision};
 use crate::ops::Op;
+use crate::ops::reduce::sum_slice;
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
 use crate::tensor::TensorRef;
@@ -205,10 +206,11 @@ pub(crate) fn conv2d_backward<T: Float>(
     });
     sink.recycle(scratch);
     if let Some(b) = b {
-        // To b: g summed over the images and the output plane.
+        // To b: g summed over the images and the output plane (each
+        // plane by the vectorised pairwise sum, the planes in order).
         sink.contribute_zeroed(b, |gb| {
             for (i, plane) in g.data.chunks_exact(geo.l.max(1)).enumerate() {
-                gb[i % geo.o.max(1)] += plane.iter().copied().fold(T::zero(), |a, v| a + v);
+                gb[i % geo.o.max(1)] += sum_slice(plane);
             }
         });
     }
@@ -492,8 +494,17 @@ fn col2im<T: Float>(g: &Geometry, cols: &[T], x: &mut [T]) {
                 for (i, in_row) in row.chunks_exact(ow.max(1)).take(oh).enumerate() {
                     let Some(ih) = source(i, ki, g.stride[0], g.padding[0], g.dilation[0], g.h) else { continue };
                     let line = &mut plane[ih * g.w..(ih + 1) * g.w];
-                    let taps = (first..).step_by(g.stride[1]);
-                    in_row[span.clone()].iter().zip(taps).for_each(|(&v, iw)| line[iw] += v);
+                    let from = &in_row[span.clone()];
+                    if g.stride[1] == 1 {
+                        // Adjacent taps: a loop over two slices, which the
+                        // compiler vectorises (through `step_by` it stayed
+                        // one bounds-checked scalar add per element).
+                        let to = &mut line[first..first + from.len()];
+                        to.iter_mut().zip(from).for_each(|(x, &v)| *x += v);
+                    } else {
+                        let taps = (first..).step_by(g.stride[1]);
+                        from.iter().zip(taps).for_each(|(&v, iw)| line[iw] += v);
+                    }
                 }
             }
         }
