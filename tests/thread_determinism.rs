@@ -41,6 +41,10 @@ fn run(threads: usize) -> Vec<ArrayD<f32>> {
     let image = tape.param(rng.normal_array(&[8, 8, 24, 24]).mapv(|v| v as f32));
     let kernel = tape.param(rng.normal_array(&[16, 8, 3, 3]).mapv(|v| v as f32 * 0.1));
     let conv = g_conv2d(&mut tape, image, kernel, None, [1, 1], [1, 1], [1, 1], 1);
+    // Attention shared out by heads, over blocks of queries, the
+    // probabilities recomputed in backward (a context long beside the width).
+    let [aq, ak, av] = [(); 3].map(|_| tape.param(rng.normal_array(&[4, 2, 130, 16]).mapv(|v| v as f32)));
+    let attended = g_attention(&mut tape, aq, ak, av, true);
     let s = g_sigmoid(&mut tape, x);
     let sx = g_mul(&mut tape, s, x);
     let t = g_tanh(&mut tape, sx);
@@ -65,17 +69,17 @@ fn run(threads: usize) -> Vec<ArrayD<f32>> {
     let folded = grad!(tape; sum(sigmoid(x) * x));
     let loss = grad!(tape; loss + sum(f * f) + folded + sum(batched * batched) + sum(conv * conv)
         + sum(medium * medium) + sum(paired * paired) + sum(medium_tanh * medium_tanh) + sum(medium_product)
-        + sum(tanh(normed)) + sum(tanh(normed_medium)));
+        + sum(tanh(normed)) + sum(tanh(normed_medium)) + sum(attended * attended));
     tape.backward(loss).expect("the graph is well formed");
     let mut out: Vec<ArrayD<f32>> =
         [s, sx, t, h, z, e, p, l, m, f, folded, batched, conv, medium, paired, soft, medium_tanh, medium_product]
             .iter()
             .map(|&v| tape.value(v).to_owned())
             .collect();
-    out.extend([normed, normed_medium, loss].iter().map(|&v| tape.value(v).to_owned()));
-    let grads = [x, w, b, qa, qb, ma, mb, pa, pb, image, kernel, gamma, beta, gamma64, beta64];
+    out.extend([normed, normed_medium, attended, loss].iter().map(|&v| tape.value(v).to_owned()));
+    let grads = [x, w, b, qa, qb, ma, mb, pa, pb, image, kernel, gamma, beta, gamma64, beta64, aq, ak, av];
     out.extend(grads.iter().map(|&v| tape.grad(v).to_owned()));
-    for v in [qa, qb, ma, mb, pa, pb, image, kernel, gamma, beta, gamma64, beta64] {
+    for v in [qa, qb, ma, mb, pa, pb, image, kernel, gamma, beta, gamma64, beta64, aq, ak, av] {
         tape.freeze(v).expect("a parameter of this tape");
     }
     let mut adam = Adam::new(1e-2);

@@ -57,9 +57,31 @@ fn attention_finite_differences() {
 
 #[test]
 fn attention_equals_its_five_ops_in_value_and_gradient() {
-    let mut rng = Rng::new(122);
     // Not at d = 0: the five ops scale by 1/√0 there (NaN); the op uses 1.
-    for shapes in SHAPES.into_iter().filter(|shapes| shapes[0].last() != Some(&0)) {
+    let shapes: Vec<_> = SHAPES.into_iter().filter(|shapes| shapes[0].last() != Some(&0)).collect();
+    equals_its_five_ops(&shapes, 122);
+}
+
+/// Contexts longer than the backward's block of 64 queries: several
+/// blocks, a last one part full, causal blocks over fewer keys than the
+/// whole; probabilities kept (wide features) and recomputed (narrow ones),
+/// more keys than queries and fewer.
+#[test]
+fn long_contexts_in_blocks_of_queries_equal_the_five_ops() {
+    let shapes: [[&[usize]; 3]; 4] = [
+        [&[1, 70, 40], &[1, 70, 40], &[1, 70, 40]],
+        [&[2, 130, 3], &[2, 140, 3], &[2, 140, 2]],
+        [&[1, 150, 2], &[1, 90, 2], &[1, 90, 3]],
+        [&[65, 4], &[65, 4], &[65, 1]],
+    ];
+    equals_its_five_ops(&shapes, 127);
+}
+
+/// The op against the five ops it stands for, in value and in the gradients
+/// of a weighted sum of its output.
+fn equals_its_five_ops(cases: &[[&[usize]; 3]], seed: u64) {
+    let mut rng = Rng::new(seed);
+    for &shapes in cases {
         for causal in [false, true] {
             let inputs: Vec<ArrayD<f64>> = shapes.iter().map(|s| rng.normal_array(s)).collect();
             let weights = rng.normal_array(&{

@@ -19,6 +19,7 @@ use ndarray::{Dimension, IxDyn};
 use rayon::prelude::*;
 
 use crate::error::ErrorKind;
+use crate::gemm::{self, MatRef, Precision};
 use crate::ops::Op;
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
@@ -354,58 +355,88 @@ simd::multiversion! {
     }
 }
 
-simd::multiversion! {
-    /// One head backward: `g` is the output's gradient, `saved` what the
-    /// forward kept (the probabilities, or each query's statistics);
-    /// `scratch` holds the values transposed (`dv × tk`), a row (`tk`),
-    /// and, when the probabilities are recomputed, the keys transposed
-    /// (`d × tk`) and a row of probabilities (`tk`). `dq`, `dk`, `dv`
-    /// (zeros on entry) get the head's gradients.
-    fn attend_backward[T: Float][T](
-        inputs: [&[T]; 5],
-        dims: Dims,
-        causal: bool,
-        scratch: &mut [T],
-        grads: [&mut [T]; 3],
-    ) {
-        let ([q, k, v, saved, g], [dq, dk, dv]) = (inputs, grads);
-        let Dims { tk, d, dv: width, .. } = dims;
-        let (scale, keep) = (dims.scale::<T>(), dims.keeps_weights());
-        let (values_t, rest) = scratch.split_at_mut(width * tk);
-        let (row, rest) = rest.split_at_mut(tk);
-        let (keys_t, weights) = rest.split_at_mut(if keep { 0 } else { d * tk });
-        transpose_into(v, tk, width, values_t);
-        if !keep {
-            transpose_into(k, tk, d, keys_t);
-        }
-        for i in 0..dims.tq {
+/// Query rows per block of the backward. A block's products run on the
+/// GEMM's micro-kernel; the block also fixes the order in which the keys'
+/// and values' gradients are summed over queries (block after block), so
+/// it is a constant, never derived from the CPU or the threads.
+const QUERY_BLOCK: usize = 64;
+
+/// The scratch one head's backward needs: a block's probabilities and
+/// their gradient (each `QUERY_BLOCK × tk`), the keys transposed and a row
+/// of scores when the probabilities are recomputed, and the packing of
+/// the block's products.
+fn backward_scratch_len<T>(dims: Dims) -> usize {
+    let Dims { tq, tk, d, dv, .. } = dims;
+    let rows = QUERY_BLOCK.min(tq);
+    let recompute = if dims.keeps_weights() { 0 } else { (d + 1) * tk };
+    let packing = [(rows, dv, tk), (rows, tk, d), (tk, rows, d), (tk, rows, dv)]
+        .into_iter()
+        .map(|(m, k, n)| gemm::scratch_len::<T>(m, k, n))
+        .max()
+        .unwrap_or(0);
+    2 * rows * tk + recompute + packing
+}
+
+/// One head backward: `g` is the output's gradient, `saved` what the
+/// forward kept (the probabilities, or each query's statistics);
+/// `scratch` holds [`backward_scratch_len`]. `dq`, `dk`, `dv` (zeros on
+/// entry) get the head's gradients.
+///
+/// By blocks of [`QUERY_BLOCK`] queries, each over the keys its last query
+/// sees, as products: `dP = g vᵀ`, then `dS = P ∘ (dP - rowsum(P ∘ dP)) /
+/// √d` row by row, then `dq = dS k`, `dk += dSᵀ q`, `dv += Pᵀ g`. (Row by
+/// row, the three gradients were three short `axpy`s per query and key,
+/// bound by loads and stores rather than multiply-adds.)
+fn attend_backward<T: Float>(inputs: [&[T]; 5], dims: Dims, causal: bool, scratch: &mut [T], grads: [&mut [T]; 3]) {
+    let ([q, k, v, saved, g], [dq, dk, dv]) = (inputs, grads);
+    let Dims { tq, tk, d, dv: width, .. } = dims;
+    let (scale, keep) = (dims.scale::<T>(), dims.keeps_weights());
+    let rows_max = QUERY_BLOCK.min(tq);
+    let (probs, rest) = scratch.split_at_mut(rows_max * tk);
+    let (grad_probs, rest) = rest.split_at_mut(rows_max * tk);
+    let (keys_t, rest) = rest.split_at_mut(if keep { 0 } else { d * tk });
+    let (row, packing) = rest.split_at_mut(if keep { 0 } else { tk });
+    if !keep {
+        transpose_into(k, tk, d, keys_t);
+    }
+    for i0 in (0..tq).step_by(QUERY_BLOCK) {
+        let i1 = (i0 + QUERY_BLOCK).min(tq);
+        let rows = i1 - i0;
+        // The keys some query of the block sees; the others get nothing.
+        let seen = dims.visible(i1 - 1, causal);
+        let p = &mut probs[..rows * seen];
+        for (r, p_row) in p.chunks_exact_mut(seen).enumerate() {
+            let i = i0 + r;
             let visible = dims.visible(i, causal);
-            let query = &q[i * d..(i + 1) * d];
-            let p: &[T] = if keep {
-                &saved[i * tk..i * tk + visible]
+            if keep {
+                // The forward kept zeros past the keys a query sees.
+                p_row.copy_from_slice(&saved[i * tk..i * tk + seen]);
             } else {
                 // The forward's probabilities again, from its statistics.
-                scores(query, keys_t, tk, visible, scale, weights);
-                normalise(&mut weights[..visible], saved[2 * i], saved[2 * i + 1]);
-                &weights[..visible]
-            };
-            let gi = &g[i * width..(i + 1) * width];
-            // row = g_i · vᵀ over the visible keys, then dS in place.
-            let row = &mut row[..visible];
-            row.fill(T::zero());
-            for (&gs, values) in gi.iter().zip(values_t.chunks_exact(tk)) {
-                axpy(row, gs, &values[..visible]);
-            }
-            let weighted = dot(p, row);
-            for (r, &p) in row.iter_mut().zip(p) {
-                *r = p * (*r - weighted) * scale;
-            }
-            for (j, (&ds, &p)) in row.iter().zip(p).enumerate() {
-                axpy(&mut dq[i * d..(i + 1) * d], ds, &k[j * d..(j + 1) * d]);
-                axpy(&mut dk[j * d..(j + 1) * d], ds, query);
-                axpy(&mut dv[j * width..(j + 1) * width], p, gi);
+                scores(&q[i * d..(i + 1) * d], keys_t, tk, visible, scale, row);
+                normalise(&mut row[..visible], saved[2 * i], saved[2 * i + 1]);
+                p_row[..visible].copy_from_slice(&row[..visible]);
+                p_row[visible..].fill(T::zero());
             }
         }
+        let g_block = MatRef::row_major(&g[i0 * width..i1 * width], rows, width);
+        let ds = &mut grad_probs[..rows * seen];
+        T::gemm(Precision::F32, g_block, MatRef::row_major(&v[..seen * width], seen, width).t(), ds, false, packing);
+        for (r, (ds_row, p_row)) in ds.chunks_exact_mut(seen).zip(p.chunks_exact(seen)).enumerate() {
+            let visible = dims.visible(i0 + r, causal);
+            let (ds_seen, ds_unseen) = ds_row.split_at_mut(visible);
+            let weighted = dot(&p_row[..visible], ds_seen);
+            for (x, &p) in ds_seen.iter_mut().zip(p_row) {
+                *x = p * (*x - weighted) * scale;
+            }
+            ds_unseen.fill(T::zero());
+        }
+        let (ds, p) = (MatRef::row_major(&*ds, rows, seen), MatRef::row_major(&*p, rows, seen));
+        let keys = MatRef::row_major(&k[..seen * d], seen, d);
+        T::gemm(Precision::F32, ds, keys, &mut dq[i0 * d..i1 * d], false, packing);
+        let queries = MatRef::row_major(&q[i0 * d..i1 * d], rows, d);
+        T::gemm(Precision::F32, ds.t(), queries, &mut dk[..seen * d], true, packing);
+        T::gemm(Precision::F32, p.t(), g_block, &mut dv[..seen * width], true, packing);
     }
 }
 
@@ -428,11 +459,8 @@ pub(crate) fn attention_backward<T: Float>(
         buffer.fill(T::zero());
         buffer
     });
-    // Per head: the values transposed, a row of scores, and to recompute
-    // the probabilities the keys transposed and a row of them.
     let saved_len = if dims.keeps_weights() { dims.weights_len() } else { dims.stats_len() }.max(1);
-    let recompute = if dims.keeps_weights() { 0 } else { (dims.d + 1) * dims.tk };
-    let scratch_len = ((dims.dv + 1) * dims.tk + recompute).max(1);
+    let scratch_len = backward_scratch_len::<T>(dims).max(1);
     let mut rows = sink.scratch(dims.heads * scratch_len);
     let values = [q, k, v].map(|id| &sink.value(id).data[..]);
     let head = |i: usize, row: &mut [T], [dq, dk, dv]: [&mut [T]; 3]| {
