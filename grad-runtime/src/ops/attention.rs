@@ -12,6 +12,12 @@
 //! memory linear in the context instead of quadratic). Each (batch, head)
 //! is independent, so they are shared out to threads whole and the result
 //! does not depend on the thread count.
+//!
+//! Within a head, queries go by blocks of [`QUERY_BLOCK`] over the keys
+//! the block's last query sees (a causal block skips the keys after it),
+//! and the block's products (scores, weighted values, and backward's four)
+//! run on the GEMM's micro-kernel; only the softmax and its gradient go
+//! row by row.
 
 use std::panic::Location;
 
@@ -80,7 +86,7 @@ pub fn g_attention<T: Float>(tp: &mut Tape<T>, q: Var, k: Var, v: Var, causal: b
     // through the size checks of every output (a row of `tk` keys of no
     // width holds no memory, but `heads · tk` probabilities do).
     let (probs_len, stats_len) = (dims.weights_len().max(1), dims.stats_len().max(1));
-    let (out_len, keys_len) = (dims.tq * dims.dv, (dims.d * dims.tk).max(1));
+    let (out_len, keys_len) = (dims.tq * dims.dv, forward_scratch_len::<T>(dims).max(1));
     let Some(probs) = tp.output(NAME, IxDyn(&[dims.heads, probs_len]), &ids, location) else {
         tp.recycle(out.data);
         return tp.poisoned_var();
@@ -91,12 +97,12 @@ pub fn g_attention<T: Float>(tp: &mut Tape<T>, q: Var, k: Var, v: Var, causal: b
         return tp.poisoned_var();
     };
     let (mut probs, mut stats) = (probs.data, stats.data);
-    let mut keys_t = tp.scratch(dims.heads * keys_len);
+    let mut scratch = tp.scratch(dims.heads * keys_len);
     let [q, k, v] = ids.map(|id| &tp.value_of(id).data[..]);
-    let heads = |i: usize, keys_t: &mut [T], (probs, stats): (&mut [T], &mut [T]), out: &mut [T]| {
+    let heads = |i: usize, scratch: &mut [T], (probs, stats): (&mut [T], &mut [T]), out: &mut [T]| {
         let (q, k, v) =
             (dims.head(q, i, dims.tq * dims.d), dims.head(k, i, dims.tk * dims.d), dims.head(v, i, dims.tk * dims.dv));
-        attend([q, k, v], dims, causal, keys_t, [probs, stats], out);
+        attend([q, k, v], dims, causal, scratch, [probs, stats], out);
     };
     if dims.tq * dims.tk == 0 || out_len == 0 {
         // No query, or values of no width: nothing to weigh (the gradients are zeros too).
@@ -104,16 +110,16 @@ pub fn g_attention<T: Float>(tp: &mut Tape<T>, q: Var, k: Var, v: Var, causal: b
         stats.fill(T::zero());
         out.data.fill(T::zero());
     } else if parallel::worth_it(dims.heads * dims.tq * dims.tk * dims.d.max(1)) {
-        let chunks = keys_t.par_chunks_mut(keys_len);
+        let chunks = scratch.par_chunks_mut(keys_len);
         let chunks = chunks.zip(probs.par_chunks_mut(probs_len).zip(stats.par_chunks_mut(stats_len)));
         let chunks = chunks.zip(out.data.par_chunks_mut(out_len)).enumerate();
         parallel::run(true, || chunks.for_each(|(i, ((kt, saved), o))| heads(i, kt, saved, o)));
     } else {
-        let chunks = keys_t.chunks_mut(keys_len).zip(probs.chunks_mut(probs_len).zip(stats.chunks_mut(stats_len)));
+        let chunks = scratch.chunks_mut(keys_len).zip(probs.chunks_mut(probs_len).zip(stats.chunks_mut(stats_len)));
         let chunks = chunks.zip(out.data.chunks_mut(out_len));
         chunks.enumerate().for_each(|(i, ((kt, saved), o))| heads(i, kt, saved, o));
     }
-    tp.recycle(keys_t);
+    tp.recycle(scratch);
     let [q, k, v] = ids;
     // What backward reads; under inference nothing is kept, both go back at once.
     let (saved, spare) = if dims.keeps_weights() { (probs, stats) } else { (stats, probs) };
@@ -237,14 +243,6 @@ fn tree<T: Float>(mut acc: [T; 16]) -> T {
     acc[0]
 }
 
-/// `y += a · x`.
-#[inline(always)]
-fn axpy<T: Float>(y: &mut [T], a: T, x: &[T]) {
-    for (y, &x) in y.iter_mut().zip(x) {
-        *y += a * x;
-    }
-}
-
 /// `Σ x[i]` in 16 interleaved partial sums, then a fixed tree: the same
 /// bits at every SIMD level.
 #[inline(always)]
@@ -263,31 +261,30 @@ fn sum<T: Float>(x: &[T]) -> T {
     tree(acc) + tail
 }
 
-/// `out[c][r] = x[r][c]` for `x` of `rows × cols`.
-#[inline(always)]
-fn transpose_into<T: Float>(x: &[T], rows: usize, cols: usize, out: &mut [T]) {
-    for (r, row) in x.chunks_exact(cols.max(1)).take(rows).enumerate() {
-        for (c, &value) in row.iter().enumerate() {
-            out[c * rows + r] = value;
+/// The scaled scores of queries `i0..i0 + rows` (`queries`, `rows × d`)
+/// over the first `seen` keys, into `out` (`rows × seen`): one product on
+/// the GEMM's micro-kernel, then each query's visible scores scaled (what
+/// lies past them is left as computed). The forward and the recompute of
+/// backward both call it on the same blocks, so their probabilities agree
+/// to the bit.
+fn block_scores<T: Float>(
+    queries: &[T],
+    keys: &[T],
+    [i0, rows, seen]: [usize; 3],
+    dims: Dims,
+    causal: bool,
+    out: &mut [T],
+    packing: &mut [T],
+) {
+    let d = dims.d;
+    let queries = MatRef::row_major(queries, rows, d);
+    let keys_t = MatRef::row_major(&keys[..seen * d], seen, d).t();
+    T::gemm(Precision::F32, queries, keys_t, out, false, packing);
+    let scale = dims.scale::<T>();
+    for (r, row) in out.chunks_exact_mut(seen).enumerate() {
+        for p in &mut row[..dims.visible(i0 + r, causal)] {
+            *p *= scale;
         }
-    }
-}
-
-/// Query `i`'s scaled scores over the first `visible` keys into `row`
-/// (`row[..visible]`; what lies past it is scratch): `d` passes along the
-/// transposed keys, for whole vectors of keys (the extra ones are then
-/// dropped), so there is no scalar tail. The forward and the recompute of
-/// backward both call it, so their probabilities agree to the bit.
-#[inline(always)]
-fn scores<T: Float>(query: &[T], keys_t: &[T], tk: usize, visible: usize, scale: T, row: &mut [T]) {
-    let scored = (visible.div_ceil(16) * 16).min(tk);
-    let row = &mut row[..scored];
-    row.fill(T::zero());
-    for (&qd, keys) in query.iter().zip(keys_t.chunks_exact(tk)) {
-        axpy(row, qd, &keys[..scored]);
-    }
-    for p in &mut row[..visible] {
-        *p *= scale;
     }
 }
 
@@ -302,57 +299,81 @@ fn normalise<T: Float>(seen: &mut [T], max: T, total: T) {
     }
 }
 
+/// The scratch one head's forward needs: a block's scores (`QUERY_BLOCK
+/// × tk`) and the packing of its two products.
+fn forward_scratch_len<T>(dims: Dims) -> usize {
+    let Dims { tq, tk, d, dv, .. } = dims;
+    let rows = QUERY_BLOCK.min(tq);
+    rows * tk + gemm::scratch_len::<T>(rows, d, tk).max(gemm::scratch_len::<T>(rows, tk, dv))
+}
+
 simd::multiversion! {
-    /// One head forward: each query's probabilities over the keys it sees
-    /// (the rest 0), its weighted sum of values into `out`. `saved` is
-    /// `[probs, stats]`: with every row of probabilities kept (`probs` of
-    /// `tq × tk`, `stats` unused), or one row of them reused and each
-    /// query's largest score and sum of exponentials written to `stats`.
-    /// `keys_t` is scratch of `d × tk`: the keys transposed.
+    /// One head forward, by blocks of [`QUERY_BLOCK`] queries over the keys
+    /// the block's last query sees: the scores as one product, then each
+    /// query's probabilities over the keys it sees (the rest 0), then the
+    /// block's weighted sums of values as a second product into `out`.
+    /// `saved` is `[probs, stats]`: every row of probabilities kept (`probs`
+    /// of `tq × tk`, `stats` unused), or each query's largest score and sum
+    /// of exponentials written to `stats` (`probs` unused). `scratch` holds
+    /// [`forward_scratch_len`].
     fn attend[T: Float][T](
         inputs: [&[T]; 3],
         dims: Dims,
         causal: bool,
-        keys_t: &mut [T],
+        scratch: &mut [T],
         saved: [&mut [T]; 2],
         out: &mut [T],
     ) {
         let [q, k, v] = inputs;
         let [probs, stats] = saved;
-        let Dims { tk, d, dv, .. } = dims;
-        let (scale, keep) = (dims.scale::<T>(), dims.keeps_weights());
-        transpose_into(k, tk, d, keys_t);
-        for (i, o) in out.chunks_exact_mut(dv).enumerate() {
-            let visible = dims.visible(i, causal);
-            let p = if keep { &mut probs[i * tk..(i + 1) * tk] } else { &mut probs[..tk] };
-            scores(&q[i * d..(i + 1) * d], keys_t, tk, visible, scale, p);
-            let (seen, unseen) = p.split_at_mut(visible);
-            // A select, not `max()`: the same result here (scores are
-            // compared, NaNs propagate through exp either way) and it
-            // vectorises.
-            let mut max = [T::neg_infinity(); 16];
-            for (n, &p) in seen.iter().enumerate() {
-                let m = &mut max[n % 16];
-                *m = if p > *m { p } else { *m };
+        let Dims { tq, tk, d, dv, .. } = dims;
+        let keep = dims.keeps_weights();
+        let (block, packing) = scratch.split_at_mut(QUERY_BLOCK.min(tq) * tk);
+        for i0 in (0..tq).step_by(QUERY_BLOCK) {
+            let i1 = (i0 + QUERY_BLOCK).min(tq);
+            let rows = i1 - i0;
+            let seen = dims.visible(i1 - 1, causal);
+            let p = &mut block[..rows * seen];
+            block_scores(&q[i0 * d..i1 * d], k, [i0, rows, seen], dims, causal, p, packing);
+            for (r, row) in p.chunks_exact_mut(seen).enumerate() {
+                let i = i0 + r;
+                let (seen_here, unseen) = row.split_at_mut(dims.visible(i, causal));
+                let (max, total) = softmax_in_place(seen_here);
+                unseen.fill(T::zero());
+                if keep {
+                    probs[i * tk..i * tk + seen].copy_from_slice(row);
+                    probs[i * tk + seen..(i + 1) * tk].fill(T::zero());
+                } else {
+                    (stats[2 * i], stats[2 * i + 1]) = (max, total);
+                }
             }
-            let max = max.iter().fold(T::neg_infinity(), |a, &b| if b > a { b } else { a });
-            for p in seen.iter_mut() {
-                *p = (*p - max).tape_exp();
-            }
-            let total = sum(seen);
-            for p in seen.iter_mut() {
-                *p /= total;
-            }
-            unseen.fill(T::zero());
-            if !keep {
-                (stats[2 * i], stats[2 * i + 1]) = (max, total);
-            }
-            o.fill(T::zero());
-            for (j, &p) in seen.iter().enumerate() {
-                axpy(o, p, &v[j * dv..(j + 1) * dv]);
-            }
+            let weights = MatRef::row_major(&*p, rows, seen);
+            let values = MatRef::row_major(&v[..seen * dv], seen, dv);
+            T::gemm(Precision::F32, weights, values, &mut out[i0 * dv..i1 * dv], false, packing);
         }
     }
+}
+
+/// Scores to probabilities in place (`exp(s - max) / total`); returns
+/// `(max, total)`, from which backward recomputes them.
+#[inline(always)]
+fn softmax_in_place<T: Float>(seen: &mut [T]) -> (T, T) {
+    // A select, not `max()`: the same result here (scores are compared,
+    // NaNs propagate through exp either way) and it vectorises.
+    let mut max = [T::neg_infinity(); 16];
+    for (n, &p) in seen.iter().enumerate() {
+        let m = &mut max[n % 16];
+        *m = if p > *m { p } else { *m };
+    }
+    let max = max.iter().fold(T::neg_infinity(), |a, &b| if b > a { b } else { a });
+    for p in seen.iter_mut() {
+        *p = (*p - max).tape_exp();
+    }
+    let total = sum(seen);
+    for p in seen.iter_mut() {
+        *p /= total;
+    }
+    (max, total)
 }
 
 /// Query rows per block of the backward. A block's products run on the
@@ -362,81 +383,83 @@ simd::multiversion! {
 const QUERY_BLOCK: usize = 64;
 
 /// The scratch one head's backward needs: a block's probabilities and
-/// their gradient (each `QUERY_BLOCK × tk`), the keys transposed and a row
-/// of scores when the probabilities are recomputed, and the packing of
-/// the block's products.
+/// their gradient (each `QUERY_BLOCK × tk`) and the packing of the block's
+/// products (the scores' too, when the probabilities are recomputed).
 fn backward_scratch_len<T>(dims: Dims) -> usize {
     let Dims { tq, tk, d, dv, .. } = dims;
     let rows = QUERY_BLOCK.min(tq);
-    let recompute = if dims.keeps_weights() { 0 } else { (d + 1) * tk };
-    let packing = [(rows, dv, tk), (rows, tk, d), (tk, rows, d), (tk, rows, dv)]
+    let packing = [(rows, d, tk), (rows, dv, tk), (rows, tk, d), (tk, rows, d), (tk, rows, dv)]
         .into_iter()
         .map(|(m, k, n)| gemm::scratch_len::<T>(m, k, n))
         .max()
         .unwrap_or(0);
-    2 * rows * tk + recompute + packing
+    2 * rows * tk + packing
 }
 
-/// One head backward: `g` is the output's gradient, `saved` what the
-/// forward kept (the probabilities, or each query's statistics);
-/// `scratch` holds [`backward_scratch_len`]. `dq`, `dk`, `dv` (zeros on
-/// entry) get the head's gradients.
-///
-/// By blocks of [`QUERY_BLOCK`] queries, each over the keys its last query
-/// sees, as products: `dP = g vᵀ`, then `dS = P ∘ (dP - rowsum(P ∘ dP)) /
-/// √d` row by row, then `dq = dS k`, `dk += dSᵀ q`, `dv += Pᵀ g`. (Row by
-/// row, the three gradients were three short `axpy`s per query and key,
-/// bound by loads and stores rather than multiply-adds.)
-fn attend_backward<T: Float>(inputs: [&[T]; 5], dims: Dims, causal: bool, scratch: &mut [T], grads: [&mut [T]; 3]) {
-    let ([q, k, v, saved, g], [dq, dk, dv]) = (inputs, grads);
-    let Dims { tq, tk, d, dv: width, .. } = dims;
-    let (scale, keep) = (dims.scale::<T>(), dims.keeps_weights());
-    let rows_max = QUERY_BLOCK.min(tq);
-    let (probs, rest) = scratch.split_at_mut(rows_max * tk);
-    let (grad_probs, rest) = rest.split_at_mut(rows_max * tk);
-    let (keys_t, rest) = rest.split_at_mut(if keep { 0 } else { d * tk });
-    let (row, packing) = rest.split_at_mut(if keep { 0 } else { tk });
-    if !keep {
-        transpose_into(k, tk, d, keys_t);
-    }
-    for i0 in (0..tq).step_by(QUERY_BLOCK) {
-        let i1 = (i0 + QUERY_BLOCK).min(tq);
-        let rows = i1 - i0;
-        // The keys some query of the block sees; the others get nothing.
-        let seen = dims.visible(i1 - 1, causal);
-        let p = &mut probs[..rows * seen];
-        for (r, p_row) in p.chunks_exact_mut(seen).enumerate() {
-            let i = i0 + r;
-            let visible = dims.visible(i, causal);
-            if keep {
-                // The forward kept zeros past the keys a query sees.
-                p_row.copy_from_slice(&saved[i * tk..i * tk + seen]);
-            } else {
-                // The forward's probabilities again, from its statistics.
-                scores(&q[i * d..(i + 1) * d], keys_t, tk, visible, scale, row);
-                normalise(&mut row[..visible], saved[2 * i], saved[2 * i + 1]);
-                p_row[..visible].copy_from_slice(&row[..visible]);
-                p_row[visible..].fill(T::zero());
+simd::multiversion! {
+    /// One head backward: `g` is the output's gradient, `saved` what the
+    /// forward kept (the probabilities, or each query's statistics);
+    /// `scratch` holds [`backward_scratch_len`]. `dq`, `dk`, `dv` (zeros on
+    /// entry) get the head's gradients.
+    ///
+    /// By blocks of [`QUERY_BLOCK`] queries, each over the keys its last query
+    /// sees, as products: `dP = g vᵀ`, then `dS = P ∘ (dP - rowsum(P ∘ dP)) /
+    /// √d` row by row, then `dq = dS k`, `dk += dSᵀ q`, `dv += Pᵀ g`. (Row by
+    /// row, the three gradients were three short `axpy`s per query and key,
+    /// bound by loads and stores rather than multiply-adds.)
+    fn attend_backward[T: Float][T](
+        inputs: [&[T]; 5],
+        dims: Dims,
+        causal: bool,
+        scratch: &mut [T],
+        grads: [&mut [T]; 3],
+    ) {
+        let ([q, k, v, saved, g], [dq, dk, dv]) = (inputs, grads);
+        let Dims { tq, tk, d, dv: width, .. } = dims;
+        let (scale, keep) = (dims.scale::<T>(), dims.keeps_weights());
+        let rows_max = QUERY_BLOCK.min(tq);
+        let (probs, rest) = scratch.split_at_mut(rows_max * tk);
+        let (grad_probs, packing) = rest.split_at_mut(rows_max * tk);
+        for i0 in (0..tq).step_by(QUERY_BLOCK) {
+            let i1 = (i0 + QUERY_BLOCK).min(tq);
+            let rows = i1 - i0;
+            // The keys some query of the block sees; the others get nothing.
+            let seen = dims.visible(i1 - 1, causal);
+            let p = &mut probs[..rows * seen];
+            if !keep {
+                // The forward's scores again, then its probabilities from its statistics.
+                block_scores(&q[i0 * d..i1 * d], k, [i0, rows, seen], dims, causal, p, packing);
             }
-        }
-        let g_block = MatRef::row_major(&g[i0 * width..i1 * width], rows, width);
-        let ds = &mut grad_probs[..rows * seen];
-        T::gemm(Precision::F32, g_block, MatRef::row_major(&v[..seen * width], seen, width).t(), ds, false, packing);
-        for (r, (ds_row, p_row)) in ds.chunks_exact_mut(seen).zip(p.chunks_exact(seen)).enumerate() {
-            let visible = dims.visible(i0 + r, causal);
-            let (ds_seen, ds_unseen) = ds_row.split_at_mut(visible);
-            let weighted = dot(&p_row[..visible], ds_seen);
-            for (x, &p) in ds_seen.iter_mut().zip(p_row) {
-                *x = p * (*x - weighted) * scale;
+            for (r, p_row) in p.chunks_exact_mut(seen).enumerate() {
+                let i = i0 + r;
+                if keep {
+                    // The forward kept zeros past the keys a query sees.
+                    p_row.copy_from_slice(&saved[i * tk..i * tk + seen]);
+                } else {
+                    let (seen_here, unseen) = p_row.split_at_mut(dims.visible(i, causal));
+                    normalise(seen_here, saved[2 * i], saved[2 * i + 1]);
+                    unseen.fill(T::zero());
+                }
             }
-            ds_unseen.fill(T::zero());
+            let g_block = MatRef::row_major(&g[i0 * width..i1 * width], rows, width);
+            let ds = &mut grad_probs[..rows * seen];
+            T::gemm(Precision::F32, g_block, MatRef::row_major(&v[..seen * width], seen, width).t(), ds, false, packing);
+            for (r, (ds_row, p_row)) in ds.chunks_exact_mut(seen).zip(p.chunks_exact(seen)).enumerate() {
+                let visible = dims.visible(i0 + r, causal);
+                let (ds_seen, ds_unseen) = ds_row.split_at_mut(visible);
+                let weighted = dot(&p_row[..visible], ds_seen);
+                for (x, &p) in ds_seen.iter_mut().zip(p_row) {
+                    *x = p * (*x - weighted) * scale;
+                }
+                ds_unseen.fill(T::zero());
+            }
+            let (ds, p) = (MatRef::row_major(&*ds, rows, seen), MatRef::row_major(&*p, rows, seen));
+            let keys = MatRef::row_major(&k[..seen * d], seen, d);
+            T::gemm(Precision::F32, ds, keys, &mut dq[i0 * d..i1 * d], false, packing);
+            let queries = MatRef::row_major(&q[i0 * d..i1 * d], rows, d);
+            T::gemm(Precision::F32, ds.t(), queries, &mut dk[..seen * d], true, packing);
+            T::gemm(Precision::F32, p.t(), g_block, &mut dv[..seen * width], true, packing);
         }
-        let (ds, p) = (MatRef::row_major(&*ds, rows, seen), MatRef::row_major(&*p, rows, seen));
-        let keys = MatRef::row_major(&k[..seen * d], seen, d);
-        T::gemm(Precision::F32, ds, keys, &mut dq[i0 * d..i1 * d], false, packing);
-        let queries = MatRef::row_major(&q[i0 * d..i1 * d], rows, d);
-        T::gemm(Precision::F32, ds.t(), queries, &mut dk[..seen * d], true, packing);
-        T::gemm(Precision::F32, p.t(), g_block, &mut dv[..seen * width], true, packing);
     }
 }
 
