@@ -86,7 +86,7 @@ pub fn g_attention<T: Float>(tp: &mut Tape<T>, q: Var, k: Var, v: Var, causal: b
     // through the size checks of every output (a row of `tk` keys of no
     // width holds no memory, but `heads · tk` probabilities do).
     let (probs_len, stats_len) = (dims.weights_len().max(1), dims.stats_len().max(1));
-    let (out_len, keys_len) = (dims.tq * dims.dv, forward_scratch_len::<T>(dims).max(1));
+    let (out_len, scratch_len) = (dims.tq * dims.dv, forward_scratch_len::<T>(dims).max(1));
     let Some(probs) = tp.output(NAME, IxDyn(&[dims.heads, probs_len]), &ids, location) else {
         tp.recycle(out.data);
         return tp.poisoned_var();
@@ -97,7 +97,7 @@ pub fn g_attention<T: Float>(tp: &mut Tape<T>, q: Var, k: Var, v: Var, causal: b
         return tp.poisoned_var();
     };
     let (mut probs, mut stats) = (probs.data, stats.data);
-    let mut scratch = tp.scratch(dims.heads * keys_len);
+    let mut scratch = tp.scratch(dims.heads * scratch_len);
     let [q, k, v] = ids.map(|id| &tp.value_of(id).data[..]);
     let heads = |i: usize, scratch: &mut [T], (probs, stats): (&mut [T], &mut [T]), out: &mut [T]| {
         let (q, k, v) =
@@ -110,14 +110,14 @@ pub fn g_attention<T: Float>(tp: &mut Tape<T>, q: Var, k: Var, v: Var, causal: b
         stats.fill(T::zero());
         out.data.fill(T::zero());
     } else if parallel::worth_it(dims.heads * dims.tq * dims.tk * dims.d.max(1)) {
-        let chunks = scratch.par_chunks_mut(keys_len);
+        let chunks = scratch.par_chunks_mut(scratch_len);
         let chunks = chunks.zip(probs.par_chunks_mut(probs_len).zip(stats.par_chunks_mut(stats_len)));
         let chunks = chunks.zip(out.data.par_chunks_mut(out_len)).enumerate();
-        parallel::run(true, || chunks.for_each(|(i, ((kt, saved), o))| heads(i, kt, saved, o)));
+        parallel::run(true, || chunks.for_each(|(i, ((s, saved), o))| heads(i, s, saved, o)));
     } else {
-        let chunks = scratch.chunks_mut(keys_len).zip(probs.chunks_mut(probs_len).zip(stats.chunks_mut(stats_len)));
+        let chunks = scratch.chunks_mut(scratch_len).zip(probs.chunks_mut(probs_len).zip(stats.chunks_mut(stats_len)));
         let chunks = chunks.zip(out.data.chunks_mut(out_len));
-        chunks.enumerate().for_each(|(i, ((kt, saved), o))| heads(i, kt, saved, o));
+        chunks.enumerate().for_each(|(i, ((s, saved), o))| heads(i, s, saved, o));
     }
     tp.recycle(scratch);
     let [q, k, v] = ids;
@@ -299,6 +299,13 @@ fn normalise<T: Float>(seen: &mut [T], max: T, total: T) {
     }
 }
 
+/// Query rows per block of the forward and the backward. A block's
+/// products run on the GEMM's micro-kernel; the block also fixes the
+/// order in which the keys' and values' gradients are summed over queries
+/// (block after block), so it is a constant, never derived from the CPU
+/// or the threads.
+const QUERY_BLOCK: usize = 64;
+
 /// The scratch one head's forward needs: a block's scores (`QUERY_BLOCK
 /// × tk`) and the packing of its two products.
 fn forward_scratch_len<T>(dims: Dims) -> usize {
@@ -376,12 +383,6 @@ fn softmax_in_place<T: Float>(seen: &mut [T]) -> (T, T) {
     (max, total)
 }
 
-/// Query rows per block of the backward. A block's products run on the
-/// GEMM's micro-kernel; the block also fixes the order in which the keys'
-/// and values' gradients are summed over queries (block after block), so
-/// it is a constant, never derived from the CPU or the threads.
-const QUERY_BLOCK: usize = 64;
-
 /// The scratch one head's backward needs: a block's probabilities and
 /// their gradient (each `QUERY_BLOCK × tk`) and the packing of the block's
 /// products (the scores' too, when the probabilities are recomputed).
@@ -404,9 +405,9 @@ simd::multiversion! {
     ///
     /// By blocks of [`QUERY_BLOCK`] queries, each over the keys its last query
     /// sees, as products: `dP = g vᵀ`, then `dS = P ∘ (dP - rowsum(P ∘ dP)) /
-    /// √d` row by row, then `dq = dS k`, `dk += dSᵀ q`, `dv += Pᵀ g`. (Row by
-    /// row, the three gradients were three short `axpy`s per query and key,
-    /// bound by loads and stores rather than multiply-adds.)
+    /// √d` row by row, then `dq = dS k`, `dk += dSᵀ q`, `dv += Pᵀ g`. (Row
+    /// by row, they would be three short `axpy`s per query and key, bound
+    /// by loads and stores rather than by multiply-adds.)
     fn attend_backward[T: Float][T](
         inputs: [&[T]; 5],
         dims: Dims,
