@@ -14,9 +14,12 @@ pub fn replay(case: &Case, tp: &mut Tape<f64>) -> Option<Var> {
 #[test]
 fn layer_norm_finite_differences_for_all_three_inputs() {
     let mut rng = Rng::new(47);
-    let inputs = [rng.normal_array(&[2, 3, 5]), rng.normal_array(&[5]), rng.normal_array(&[5])];
-    let program = |tp: &mut Tape<f64>, v: &[Var]| g_layer_norm(tp, v[0], v[1], v[2], 1e-5);
-    check_finite_differences("g_layer_norm", &program, &inputs, 7);
+    // Rows shorter than the row sums' 16 lanes, and longer with a tail.
+    for (shape, dim) in [(&[2, 3, 5][..], 5), (&[3, 37][..], 37)] {
+        let inputs = [rng.normal_array(shape), rng.normal_array(&[dim]), rng.normal_array(&[dim])];
+        let program = |tp: &mut Tape<f64>, v: &[Var]| g_layer_norm(tp, v[0], v[1], v[2], 1e-5);
+        check_finite_differences("g_layer_norm", &program, &inputs, 7);
+    }
 }
 
 #[test]

@@ -8,7 +8,7 @@ use crate::ops::Op;
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
 use crate::tensor::TensorRef;
-use crate::{Float, Tape, Var, parallel};
+use crate::{Float, Tape, Var, parallel, simd};
 
 /// Layer normalization over the last axis of `x: [..., D]`, with a learned
 /// scale `gamma: [D]` and shift `beta: [D]`:
@@ -58,38 +58,77 @@ pub fn g_layer_norm<T: Float>(tp: &mut Tape<T>, x: Var, gamma: Var, beta: Var, e
     // Rows are independent: groups of them on several threads.
     parallel::for_each_rows(&mut out.data, dim, |first, ys| {
         for (row, y) in input[first * dim..].chunks_exact(dim).zip(ys.chunks_exact_mut(dim)) {
-            let (mean, rstd) = row_stats(row, eps);
-            for (((y, &x), &gamma), &beta) in y.iter_mut().zip(row).zip(scale).zip(shift) {
-                *y = (x - mean) * rstd * gamma + beta;
-            }
+            row_forward(row, scale, shift, eps, y);
         }
     });
     tp.push(Op::LayerNorm { x, gamma, beta, eps }, out)
 }
 
-/// One row's gradient in `x` from its gradient `g_row`.
-fn row_backward<T: Float>(row: &[T], g_row: &[T], scale: &[T], eps: T, dx_row: &mut [T]) {
-    let n = T::from_usize(scale.len());
-    let (mean, rstd) = row_stats(row, eps);
-    let (mut mean_g, mut mean_gx) = (T::zero(), T::zero());
-    for ((&x, &g), &gamma) in row.iter().zip(g_row).zip(scale) {
-        let g_hat = g * gamma;
-        mean_g += g_hat;
-        mean_gx += g_hat * (x - mean) * rstd;
+simd::multiversion! {
+    /// One row's normalised, scaled and shifted values.
+    fn row_forward[T: Float][T](row: &[T], scale: &[T], shift: &[T], eps: T, y: &mut [T]) {
+        let (mean, rstd) = row_stats(row, eps);
+        for (((y, &x), &gamma), &beta) in y.iter_mut().zip(row).zip(scale).zip(shift) {
+            *y = (x - mean) * rstd * gamma + beta;
+        }
     }
-    let (mean_g, mean_gx) = (mean_g / n, mean_gx / n);
-    for (((d, &x), &g), &gamma) in dx_row.iter_mut().zip(row).zip(g_row).zip(scale) {
-        let x_hat = (x - mean) * rstd;
-        *d = (g * gamma - mean_g - x_hat * mean_gx) * rstd;
+}
+
+simd::multiversion! {
+    /// One row's gradient in `x` from its gradient `g_row`.
+    fn row_backward[T: Float][T](row: &[T], g_row: &[T], scale: &[T], eps: T, dx_row: &mut [T]) {
+        let n = T::from_usize(scale.len());
+        let (mean, rstd) = row_stats(row, eps);
+        let mean_g = lane_sum([row, g_row, scale], |_, g, gamma| g * gamma) / n;
+        let mean_gx = lane_sum([row, g_row, scale], |x, g, gamma| g * gamma * (x - mean) * rstd) / n;
+        for (((d, &x), &g), &gamma) in dx_row.iter_mut().zip(row).zip(g_row).zip(scale) {
+            let x_hat = (x - mean) * rstd;
+            *d = (g * gamma - mean_g - x_hat * mean_gx) * rstd;
+        }
+    }
+}
+
+simd::multiversion! {
+    /// One row's statistics, for the scale's gradient.
+    fn stats_of[T: Float][T](row: &[T], eps: T) -> (T, T) {
+        row_stats(row, eps)
     }
 }
 
 /// The row's mean and `1 / sqrt(biased variance + eps)`.
+#[inline(always)]
 fn row_stats<T: Float>(row: &[T], eps: T) -> (T, T) {
     let n = T::from_usize(row.len());
-    let mean = row.iter().copied().sum::<T>() / n;
-    let var = row.iter().map(|&x| (x - mean) * (x - mean)).sum::<T>() / n;
+    let mean = lane_sum([row; 3], |x, _, _| x) / n;
+    let var = lane_sum([row; 3], |x, _, _| (x - mean) * (x - mean)) / n;
     (mean, T::one() / (var + eps).sqrt())
+}
+
+/// `Σ term(a[i], b[i], c[i])` over slices of one length, in 16
+/// interleaved partial sums added by a fixed tree of halves, then the
+/// tail: a row's sums vectorise (one chain of adds would wait on each add
+/// in turn), and the order is the same at every SIMD level.
+#[inline(always)]
+fn lane_sum<T: Float>([a, b, c]: [&[T]; 3], term: impl Fn(T, T, T) -> T) -> T {
+    const LANES: usize = 16;
+    let mut lanes = [T::zero(); LANES];
+    let (a16, b16, c16) = (a.chunks_exact(LANES), b.chunks_exact(LANES), c.chunks_exact(LANES));
+    let tails = (a16.remainder(), b16.remainder(), c16.remainder());
+    for ((a, b), c) in a16.zip(b16).zip(c16) {
+        for l in 0..LANES {
+            lanes[l] += term(a[l], b[l], c[l]);
+        }
+    }
+    let mut width = LANES;
+    while width > 1 {
+        width /= 2;
+        for l in 0..width {
+            let upper = lanes[l + width];
+            lanes[l] += upper;
+        }
+    }
+    let tail = tails.0.iter().zip(tails.1).zip(tails.2).fold(T::zero(), |sum, ((&a, &b), &c)| sum + term(a, b, c));
+    lanes[0] + tail
 }
 
 pub(crate) fn layer_norm_backward<T: Float>(
@@ -113,7 +152,7 @@ pub(crate) fn layer_norm_backward<T: Float>(
     });
     sink.contribute_zeroed(gamma, |d_gamma| {
         for (row, g_row) in rows() {
-            let (mean, rstd) = row_stats(row, eps);
+            let (mean, rstd) = stats_of(row, eps);
             for ((d, &x), &g) in d_gamma.iter_mut().zip(row).zip(g_row) {
                 *d += g * (x - mean) * rstd;
             }
