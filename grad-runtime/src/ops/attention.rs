@@ -27,6 +27,7 @@ use rayon::prelude::*;
 use crate::error::ErrorKind;
 use crate::gemm::{self, MatRef, Precision};
 use crate::ops::Op;
+use crate::ops::reduce::lane_sum;
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
 use crate::tensor::TensorRef;
@@ -210,57 +211,6 @@ impl Dims {
     }
 }
 
-/// `Σ a[i] b[i]` in 16 interleaved partial sums (vectorised), then a fixed
-/// tree: the same bits at every SIMD level.
-#[inline(always)]
-fn dot<T: Float>(a: &[T], b: &[T]) -> T {
-    let mut acc = [T::zero(); 16];
-    let (a16, b16) = (a.chunks_exact(16), b.chunks_exact(16));
-    let (a_tail, b_tail) = (a16.remainder(), b16.remainder());
-    for (a, b) in a16.zip(b16) {
-        for l in 0..16 {
-            acc[l] += a[l] * b[l];
-        }
-    }
-    let mut tail = T::zero();
-    for (&a, &b) in a_tail.iter().zip(b_tail) {
-        tail += a * b;
-    }
-    tree(acc) + tail
-}
-
-/// The sum of 16 partial sums by a fixed tree (halves added pairwise).
-#[inline(always)]
-fn tree<T: Float>(mut acc: [T; 16]) -> T {
-    let mut width = 16;
-    while width > 1 {
-        width /= 2;
-        for l in 0..width {
-            let upper = acc[l + width];
-            acc[l] += upper;
-        }
-    }
-    acc[0]
-}
-
-/// `Σ x[i]` in 16 interleaved partial sums, then a fixed tree: the same
-/// bits at every SIMD level.
-#[inline(always)]
-fn sum<T: Float>(x: &[T]) -> T {
-    let mut acc = [T::zero(); 16];
-    let chunks = x.chunks_exact(16);
-    let mut tail = T::zero();
-    for &x in chunks.remainder() {
-        tail += x;
-    }
-    for chunk in chunks {
-        for l in 0..16 {
-            acc[l] += chunk[l];
-        }
-    }
-    tree(acc) + tail
-}
-
 /// The scaled scores of queries `i0..i0 + rows` (`queries`, `rows × d`)
 /// over the first `seen` keys, into `out` (`rows × seen`): one product on
 /// the GEMM's micro-kernel, then each query's visible scores scaled (what
@@ -376,7 +326,7 @@ fn softmax_in_place<T: Float>(seen: &mut [T]) -> (T, T) {
     for p in seen.iter_mut() {
         *p = (*p - max).tape_exp();
     }
-    let total = sum(seen);
+    let total = lane_sum([&*seen; 3], |x, _, _| x);
     for p in seen.iter_mut() {
         *p /= total;
     }
@@ -448,7 +398,7 @@ simd::multiversion! {
             for (r, (ds_row, p_row)) in ds.chunks_exact_mut(seen).zip(p.chunks_exact(seen)).enumerate() {
                 let visible = dims.visible(i0 + r, causal);
                 let (ds_seen, ds_unseen) = ds_row.split_at_mut(visible);
-                let weighted = dot(&p_row[..visible], ds_seen);
+                let weighted = lane_sum([&p_row[..visible], ds_seen, ds_seen], |p, d, _| p * d);
                 for (x, &p) in ds_seen.iter_mut().zip(p_row) {
                     *x = p * (*x - weighted) * scale;
                 }

@@ -5,6 +5,7 @@ use std::panic::Location;
 
 use crate::error::ErrorKind;
 use crate::ops::Op;
+use crate::ops::reduce::lane_sum;
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
 use crate::tensor::TensorRef;
@@ -102,33 +103,6 @@ fn row_stats<T: Float>(row: &[T], eps: T) -> (T, T) {
     let mean = lane_sum([row; 3], |x, _, _| x) / n;
     let var = lane_sum([row; 3], |x, _, _| (x - mean) * (x - mean)) / n;
     (mean, T::one() / (var + eps).sqrt())
-}
-
-/// `Σ term(a[i], b[i], c[i])` over slices of one length, in 16
-/// interleaved partial sums added by a fixed tree of halves, then the
-/// tail: a row's sums vectorise (one chain of adds would wait on each add
-/// in turn), and the order is the same at every SIMD level.
-#[inline(always)]
-fn lane_sum<T: Float>([a, b, c]: [&[T]; 3], term: impl Fn(T, T, T) -> T) -> T {
-    const LANES: usize = 16;
-    let mut lanes = [T::zero(); LANES];
-    let (a16, b16, c16) = (a.chunks_exact(LANES), b.chunks_exact(LANES), c.chunks_exact(LANES));
-    let tails = (a16.remainder(), b16.remainder(), c16.remainder());
-    for ((a, b), c) in a16.zip(b16).zip(c16) {
-        for l in 0..LANES {
-            lanes[l] += term(a[l], b[l], c[l]);
-        }
-    }
-    let mut width = LANES;
-    while width > 1 {
-        width /= 2;
-        for l in 0..width {
-            let upper = lanes[l + width];
-            lanes[l] += upper;
-        }
-    }
-    let tail = tails.0.iter().zip(tails.1).zip(tails.2).fold(T::zero(), |sum, ((&a, &b), &c)| sum + term(a, b, c));
-    lanes[0] + tail
 }
 
 pub(crate) fn layer_norm_backward<T: Float>(

@@ -379,6 +379,34 @@ pub(crate) fn sum_slice<T: Float>(x: &[T]) -> T {
     parallel::tree_sum(x, 1024, &sum_block)
 }
 
+/// `Σ term(a[i], b[i], c[i])` over slices of one length, in 16
+/// interleaved partial sums added by a fixed tree of halves, then the
+/// tail: a row's sums vectorise (one chain of adds would wait on each add
+/// in turn), and the order is the same at every SIMD level. For the sums
+/// along one row of `layer_norm` and of the attention op.
+#[inline(always)]
+pub(crate) fn lane_sum<T: Float>([a, b, c]: [&[T]; 3], term: impl Fn(T, T, T) -> T) -> T {
+    const LANES: usize = 16;
+    let mut lanes = [T::zero(); LANES];
+    let (a16, b16, c16) = (a.chunks_exact(LANES), b.chunks_exact(LANES), c.chunks_exact(LANES));
+    let tails = (a16.remainder(), b16.remainder(), c16.remainder());
+    for ((a, b), c) in a16.zip(b16).zip(c16) {
+        for l in 0..LANES {
+            lanes[l] += term(a[l], b[l], c[l]);
+        }
+    }
+    let mut width = LANES;
+    while width > 1 {
+        width /= 2;
+        for l in 0..width {
+            let upper = lanes[l + width];
+            lanes[l] += upper;
+        }
+    }
+    let tail = tails.0.iter().zip(tails.1).zip(tails.2).fold(T::zero(), |sum, ((&a, &b), &c)| sum + term(a, b, c));
+    lanes[0] + tail
+}
+
 simd::multiversion! {
     /// Sums at most a block with eight independent accumulators.
     fn sum_block[T: Float][T](x: &[T]) -> T {
@@ -397,7 +425,18 @@ simd::multiversion! {
 
 #[cfg(test)]
 mod tests {
-    use super::sum_slice;
+    use super::{lane_sum, sum_slice};
+
+    #[test]
+    fn lane_sum_is_exact_on_integers_for_every_tail_and_reads_all_three_slices() {
+        for n in [0, 1, 15, 16, 17, 31, 32, 33, 100] {
+            let a: Vec<f64> = (0..n).map(|i| f64::from(i % 7)).collect();
+            let b: Vec<f64> = (0..n).map(|i| f64::from(i % 5) - 2.0).collect();
+            let c: Vec<f64> = (0..n).map(|i| f64::from(i % 3)).collect();
+            let exact: f64 = (0..n as usize).map(|i| a[i] * b[i] + c[i]).sum();
+            assert_eq!(lane_sum([&a, &b, &c], |a, b, c| a * b + c), exact, "n = {n}");
+        }
+    }
 
     #[test]
     fn sum_slice_is_exact_on_integers_and_handles_every_tail_length() {
