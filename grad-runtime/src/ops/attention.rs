@@ -216,7 +216,9 @@ impl Dims {
 /// the GEMM's micro-kernel, then each query's visible scores scaled (what
 /// lies past them is left as computed). The forward and the recompute of
 /// backward both call it on the same blocks, so their probabilities agree
-/// to the bit.
+/// to the bit. Inlined into both, so its scaling loop is compiled at
+/// their SIMD level.
+#[inline(always)]
 fn block_scores<T: Float>(
     queries: &[T],
     keys: &[T],
