@@ -5,7 +5,7 @@
 use rayon::prelude::*;
 
 use super::{MatRef, Micro};
-use crate::{Float, parallel};
+use crate::Float;
 
 /// Packs panels `first_panel..` of `R` rows of `x` (as many as fit in
 /// `packed`), columns `pc..pc + kc`: panel `r` holds, for each depth `p`,
@@ -64,7 +64,8 @@ pub(super) fn panels<T: Float, const R: usize>(
 /// Packs rows `pc..pc + kc`, columns `jc..jc + nc` of `b` into panels of
 /// `NR` columns: panel `c` holds, for each depth `p`, `b[pc + p, jc + c·NR + j]`
 /// for `j < NR` (in the layout of `K`'s packing). These are the panels of
-/// `NR` rows of `bᵀ` from row `jc`.
+/// `NR` rows of `bᵀ` from row `jc`. When `parallel`, the caller runs on
+/// grad's pool (`parallel::run`), whose threads share the panels.
 pub(super) fn b_panels<T: Float, K: Micro<T>, const NR: usize>(
     b: MatRef<'_, T>,
     pc: usize,
@@ -82,12 +83,10 @@ pub(super) fn b_panels<T: Float, K: Micro<T>, const NR: usize>(
         col_stride: b.row_stride,
     };
     if parallel {
-        parallel::run(true, || {
-            packed
-                .par_chunks_mut(NR * K::depth(kc))
-                .enumerate()
-                .for_each(|(panel, out)| K::pack::<NR>(block_t, pc, kc, panel, out));
-        });
+        packed
+            .par_chunks_mut(NR * K::depth(kc))
+            .enumerate()
+            .for_each(|(panel, out)| K::pack::<NR>(block_t, pc, kc, panel, out));
     } else {
         K::pack::<NR>(block_t, pc, kc, 0, packed);
     }
