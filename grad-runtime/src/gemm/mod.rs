@@ -279,9 +279,8 @@ fn blocked<T: Float, K: Micro<T>, const MR: usize, const NR: usize>(
                 };
                 if parallel {
                     // Whole panels of MR rows to each piece, which packs its own
-                    // panels of `a` and computes its rows of `c`: one hand-off per
-                    // block of k. Pieces are independent rows of `c`, so the split
-                    // changes no value.
+                    // panels of `a` and computes its rows of `c`. Pieces are
+                    // independent rows of `c`, so the split changes no value.
                     let per_piece = (m_padded / MR).div_ceil(4 * threads).max(1);
                     c.par_chunks_mut(per_piece * MR * n)
                         .zip(packed_a.par_chunks_mut(per_piece * MR * depth))
