@@ -328,9 +328,19 @@ mod tests {
 
     /// Every layout the packing reads (row-major and transposed operands),
     /// ragged edges in every dimension, several blocks of `k` and of `n`,
-    /// products large enough to be shared out, written and accumulated.
+    /// products large enough to be shared out (the last two with several
+    /// blocks of `k` or of `n` in one hand-off), written and accumulated.
     fn agrees_with_the_naive_product<T: Float>() {
-        let shapes = [(1, 1, 1), (5, 7, 3), (13, 300, 33), (40, 300, 400), (3, 5, NC + 5), (25, 2 * KC + 1, 17)];
+        let shapes = [
+            (1, 1, 1),
+            (5, 7, 3),
+            (13, 300, 33),
+            (40, 300, 400),
+            (3, 5, NC + 5),
+            (25, 2 * KC + 1, 17),
+            (40, 2 * KC + 1, 60),
+            (13, 90, NC + 5),
+        ];
         for (m, k, n) in shapes {
             let (a_data, b_data) = (integers::<T>(m * k, 1), integers::<T>(k * n, 2));
             let a_rows = MatRef::row_major(&a_data, m, k);
