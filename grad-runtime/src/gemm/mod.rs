@@ -226,6 +226,15 @@ fn trivial<T: Float>(m: usize, k: usize, n: usize, c: &mut [T], accumulate: bool
     false
 }
 
+/// How a product's rows are shared out: over the pool's threads (how
+/// many), between the caller and the helper of `pair.rs`, or not at all.
+#[derive(Clone, Copy)]
+enum Split {
+    Pool(usize),
+    Pair,
+    Alone,
+}
+
 /// The blocked product with the `MR × NR` micro-kernel of `K`; `m`, `n`
 /// and `k` are not zero.
 fn blocked<T: Float, K: Micro<T>, const MR: usize, const NR: usize>(
@@ -238,46 +247,66 @@ fn blocked<T: Float, K: Micro<T>, const MR: usize, const NR: usize>(
     let (m, k, n) = (a.rows, a.cols, b.cols);
     let threads = parallel::num_threads();
     let flops = m.saturating_mul(n).saturating_mul(k);
-    let parallel = flops >= MIN_PARALLEL_FLOPS && m > MR && threads > 1;
-    let paired = !parallel && flops >= MIN_PAIR_FLOPS && m >= 2 * MR && threads > 1;
-    let m_padded = m.div_ceil(MR) * MR;
+    let split = if flops >= MIN_PARALLEL_FLOPS && m > MR && threads > 1 {
+        Split::Pool(threads)
+    } else if flops >= MIN_PAIR_FLOPS && m >= 2 * MR && threads > 1 {
+        Split::Pair
+    } else {
+        Split::Alone
+    };
     // One hand-off to the pool for the whole product, not one for each
     // packing of `b` and each block's rows: inside it, the pool's threads
     // share those out among themselves, and the caller (which waits on a
     // lock while they work) is woken once.
-    parallel::run(parallel, || {
-        for jc in (0..n).step_by(NC) {
-            let nc = NC.min(n - jc);
-            let nc_padded = nc.div_ceil(NR) * NR;
-            for pc in (0..k).step_by(KC) {
-                let kc = KC.min(k - pc);
-                let depth = K::depth(kc);
-                let (packed_a, rest) = scratch.split_at_mut(m_padded * depth);
-                let packed_b = &mut rest[..nc_padded * depth];
-                let parallel_pack = parallel && nc * kc >= MIN_PARALLEL_PACK;
-                pack::b_panels::<T, K, NR>(b, pc, kc, jc, nc, packed_b, parallel_pack);
-                // The first block of k writes `c` unless accumulating; later ones add.
-                let add = accumulate || pc > 0;
-                let packed_b = &*packed_b;
-                // The rows of `c` from panel `first_panel` on, with room to pack their panels of `a`.
-                let rows = |first_panel: usize, c_rows: &mut [T], packed_a: &mut [T]| {
-                    let panels = c_rows.len().div_ceil(n * MR);
-                    let packed_a = &mut packed_a[..panels * MR * depth];
-                    let mut tile = [[T::zero(); NR]; MR];
-                    K::pack::<MR>(a, pc, kc, first_panel, packed_a);
-                    for (ir, a_panel) in packed_a.chunks_exact(MR * depth).enumerate() {
-                        let i0 = (first_panel + ir) * MR;
-                        let rows_here = MR.min(m - i0);
-                        let c_tile_rows = &mut c_rows[ir * MR * n..(ir * MR + rows_here) * n];
-                        for jr in 0..nc_padded / NR {
-                            let b_panel = &packed_b[jr * NR * depth..][..NR * depth];
-                            K::tile::<MR, NR>(depth, a_panel, b_panel, &mut tile);
-                            let cols = NR.min(nc - jr * NR);
-                            kernel::store::<T, MR, NR>(&tile, c_tile_rows, n, jc + jr * NR, rows_here, cols, add);
-                        }
+    let pooled = matches!(split, Split::Pool(_));
+    parallel::run(pooled, || blocks::<T, K, MR, NR>(a, b, c, accumulate, scratch, split));
+}
+
+/// [`blocked`]'s blocks of `n` and `k`, their rows shared out as `split`
+/// says (on the pool's threads, for [`Split::Pool`]).
+fn blocks<T: Float, K: Micro<T>, const MR: usize, const NR: usize>(
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    c: &mut [T],
+    accumulate: bool,
+    scratch: &mut [T],
+    split: Split,
+) {
+    let (m, k, n) = (a.rows, a.cols, b.cols);
+    let m_padded = m.div_ceil(MR) * MR;
+    for jc in (0..n).step_by(NC) {
+        let nc = NC.min(n - jc);
+        let nc_padded = nc.div_ceil(NR) * NR;
+        for pc in (0..k).step_by(KC) {
+            let kc = KC.min(k - pc);
+            let depth = K::depth(kc);
+            let (packed_a, rest) = scratch.split_at_mut(m_padded * depth);
+            let packed_b = &mut rest[..nc_padded * depth];
+            let parallel_pack = matches!(split, Split::Pool(_)) && nc * kc >= MIN_PARALLEL_PACK;
+            pack::b_panels::<T, K, NR>(b, pc, kc, jc, nc, packed_b, parallel_pack);
+            // The first block of k writes `c` unless accumulating; later ones add.
+            let add = accumulate || pc > 0;
+            let packed_b = &*packed_b;
+            // The rows of `c` from panel `first_panel` on, with room to pack their panels of `a`.
+            let rows = |first_panel: usize, c_rows: &mut [T], packed_a: &mut [T]| {
+                let panels = c_rows.len().div_ceil(n * MR);
+                let packed_a = &mut packed_a[..panels * MR * depth];
+                let mut tile = [[T::zero(); NR]; MR];
+                K::pack::<MR>(a, pc, kc, first_panel, packed_a);
+                for (ir, a_panel) in packed_a.chunks_exact(MR * depth).enumerate() {
+                    let i0 = (first_panel + ir) * MR;
+                    let rows_here = MR.min(m - i0);
+                    let c_tile_rows = &mut c_rows[ir * MR * n..(ir * MR + rows_here) * n];
+                    for jr in 0..nc_padded / NR {
+                        let b_panel = &packed_b[jr * NR * depth..][..NR * depth];
+                        K::tile::<MR, NR>(depth, a_panel, b_panel, &mut tile);
+                        let cols = NR.min(nc - jr * NR);
+                        kernel::store::<T, MR, NR>(&tile, c_tile_rows, n, jc + jr * NR, rows_here, cols, add);
                     }
-                };
-                if parallel {
+                }
+            };
+            match split {
+                Split::Pool(threads) => {
                     // Whole panels of MR rows to each piece, which packs its own
                     // panels of `a` and computes its rows of `c`. Pieces are
                     // independent rows of `c`, so the split changes no value.
@@ -286,18 +315,18 @@ fn blocked<T: Float, K: Micro<T>, const MR: usize, const NR: usize>(
                         .zip(packed_a.par_chunks_mut(per_piece * MR * depth))
                         .enumerate()
                         .for_each(|(piece, (c_rows, packed_a))| rows(piece * per_piece, c_rows, packed_a));
-                } else if paired {
+                }
+                Split::Pair => {
                     // The same pieces of whole panels, two of them.
                     let top = m_padded / MR / 2;
                     let (c_top, c_bottom) = c.split_at_mut(top * MR * n);
                     let (a_top, a_bottom) = packed_a.split_at_mut(top * MR * depth);
                     pair::pair(|| rows(0, c_top, a_top), || rows(top, c_bottom, a_bottom));
-                } else {
-                    rows(0, c, packed_a);
                 }
+                Split::Alone => rows(0, c, packed_a),
             }
         }
-    });
+    }
 }
 
 #[cfg(test)]
