@@ -4,8 +4,10 @@
 //!
 //! For each gap of serial work between parallel regions (the workers may
 //! fall asleep in it) and each amount of work per region, the median time
-//! of a region that splits the work in two on a pool of two threads, beside
-//! the same work done on the caller's thread. A region pays for itself only
+//! of a region that splits the work in two on a pool of two threads, called
+//! from outside the pool and from the pool's first thread (as grad's team
+//! runs its first thread's kernels), beside the same work done on the
+//! caller's thread. A region pays for itself only
 //! where its time is below the serial one.
 //!
 //! Run: `cargo bench --bench handoff`. Without `--bench` (as `cargo test
@@ -35,15 +37,35 @@ fn median_us(samples: usize, gap_us: f64, mut region: impl FnMut()) -> f64 {
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     let samples = if full { 1000 } else { 3 };
+    let cases: Vec<(f64, f64)> = [0.0, 20.0, 100.0, 1000.0]
+        .into_iter()
+        .flat_map(|gap| [0.0, 10.0, 50.0, 200.0].map(|work| (gap, work)))
+        .collect();
+    // From a thread outside the pool, as every thread but the first that
+    // shares out a kernel runs grad's: the caller hands the region over and
+    // sleeps until it is done.
     let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().expect("a pool of two threads");
-    println!("gap (us)  work (us)  parallel region (us)  serial (us)");
-    for gap in [0.0, 20.0, 100.0, 1000.0] {
-        for work in [0.0, 10.0, 50.0, 200.0] {
-            let parallel = median_us(samples, gap, || {
+    let outside: Vec<f64> = cases
+        .iter()
+        .map(|&(gap, work)| {
+            median_us(samples, gap, || {
                 pool.install(|| rayon::join(|| spin(work / 2.0), || spin(work / 2.0)));
-            });
-            let serial = median_us(samples, gap, || spin(work));
-            println!("{gap:>8.0}  {work:>9.0}  {parallel:>20.1}  {serial:>11.1}");
-        }
+            })
+        })
+        .collect();
+    // From the pool's first thread, as grad's team runs the kernels of the
+    // thread that formed it: the caller computes its half at once.
+    let team = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .use_current_thread()
+        .build()
+        .expect("a pool of this thread and one more");
+    println!("gap (us)  work (us)  from outside (us)  from the team (us)  serial (us)");
+    for (&(gap, work), outside) in cases.iter().zip(outside) {
+        let inside = median_us(samples, gap, || {
+            team.install(|| rayon::join(|| spin(work / 2.0), || spin(work / 2.0)));
+        });
+        let serial = median_us(samples, gap, || spin(work));
+        println!("{gap:>8.0}  {work:>9.0}  {outside:>17.1}  {inside:>18.1}  {serial:>11.1}");
     }
 }

@@ -156,9 +156,10 @@ fn a_model_step_allocates_nothing_after_the_second_step() {
 #[test]
 fn a_w1_training_step_with_adam_allocates_nothing() {
     // W1 of the benchmarks, GEMM and Adam included. On one thread: nothing.
-    // On two, the tape, the GEMM and Adam still allocate nothing, but each
-    // hand-off to the pool goes through rayon's injector queue, which
-    // allocates a 63-slot block every 63 hand-offs: at most one per step.
+    // On two, the tape, the GEMM and Adam still allocate nothing, but on a
+    // thread outside grad's team (another test's thread may have formed
+    // it) each hand-off to the pool goes through rayon's injector queue,
+    // which allocates a 63-slot block every 63 hand-offs: at most one per step.
     // (One test, so the thread count is not changed under another.)
     set_num_threads(1).unwrap();
     let counts = w1_step_allocations();

@@ -1,9 +1,11 @@
 //! Two halves of a medium-sized kernel on two cores: the caller runs one
 //! half while a helper thread, kept awake between kernels, runs the other.
 //!
-//! Why not the pool of `parallel.rs`: a rayon region makes the caller wait
-//! on a lock while the pool's threads work, and a pool thread that found
-//! no work for a few microseconds sleeps. Waking either costs 40 to 60 µs
+//! Why not the pool of `parallel.rs`: a rayon region makes a caller outside
+//! the pool wait on a lock while the pool's threads work, and a pool thread
+//! that found no work for a few microseconds sleeps (the team's first
+//! thread does not wait, but the others still sleep: W4 then made 35K
+//! context switches a run, against 300 with the helper). Waking either costs 40 to 60 µs
 //! on the 2-core VM grad is measured on (`cargo bench --bench handoff`),
 //! more than a 512 × 64 × 64 product (W4's) takes on one core, so such
 //! products ran on one thread. Here the caller never sleeps (it runs its
@@ -156,8 +158,9 @@ impl Drop for DoneOnDrop<'_> {
 /// thread and the helper is awake and keeping up, else one after the
 /// other on this thread. The halves must not depend on each other's results.
 pub(crate) fn pair(first: impl FnOnce() + Send, second: impl FnOnce() + Send) {
-    // Inside a pool's thread the caller is already one of several workers.
-    let usable = parallel::num_threads() > 1 && rayon::current_thread_index().is_none();
+    // Inside a kernel shared out over a pool, the caller is already one of
+    // several threads at work.
+    let usable = parallel::num_threads() > 1 && parallel::between_kernels();
     let Some(helper) = helper().filter(|_| usable) else {
         first();
         second();

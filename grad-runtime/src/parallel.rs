@@ -4,23 +4,45 @@
 //! fixed tree. One thread or eight, every bit of every value and gradient
 //! is the same.
 //!
-//! The pool starts with `GRAD_NUM_THREADS` threads if that is set (to a
-//! positive integer), else one per core; [`set_num_threads`] changes it.
-//! Small tensors never reach the pool: below a size measured on the kernels
-//! (`MIN_PARALLEL_ELEMENTS`), handing work to the pool costs more than it
+//! Kernels use `GRAD_NUM_THREADS` threads if that is set (to a positive
+//! integer), else one per core; [`set_num_threads`] changes it. The first
+//! thread that shares out a kernel becomes the first of a team with the
+//! pool's other threads (rayon's `use_current_thread`): it computes its
+//! share of each kernel at once, where a thread outside the pool hands the
+//! kernel over and sleeps on a lock until it is done, two thread wake-ups
+//! a kernel (W1 went from 120K context switches a run to 20K, and from
+//! ~750 to ~570 µs a step). Other threads share one pool of that many
+//! threads, the old way.
+//!
+//! Small tensors never reach a pool: below a size measured on the kernels
+//! (`MIN_PARALLEL_ELEMENTS`), handing work over costs more than it
 //! saves. Medium ones (from `MIN_PAIR_ELEMENTS`) are cut in two for the
 //! caller and the helper thread of `pair.rs`, whose hand-off is cheaper;
 //! small graphs run exactly as they would on one thread.
 
-use std::sync::{Arc, RwLock};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use rayon::prelude::*;
 
 use crate::error::{ErrorKind, GradError};
 use crate::pair;
 
-/// The pool, built on first use.
-static POOL: RwLock<Option<Arc<rayon::ThreadPool>>> = RwLock::new(None);
+/// The threads kernels use; 0 until first read (then `GRAD_NUM_THREADS`,
+/// else one per core) or set by [`set_num_threads`].
+static THREADS: AtomicUsize = AtomicUsize::new(0);
+
+/// The team: the first thread that shared out a kernel, as the pool's
+/// thread 0, and the pool's other threads. Set once.
+static TEAM: OnceLock<Arc<rayon::ThreadPool>> = OnceLock::new();
+
+/// Whether a thread has tried to form the team (it is tried once).
+static TEAM_TRIED: AtomicBool = AtomicBool::new(false);
+
+/// The pool of the threads not in the team, built on first use and again
+/// when the thread count changes.
+static SHARED: RwLock<Option<Arc<rayon::ThreadPool>>> = RwLock::new(None);
 
 /// Below this many elements an elementwise kernel stays on the caller's
 /// thread. Handing work to the pool and waiting for it costs 17 µs when the
@@ -30,8 +52,8 @@ static POOL: RwLock<Option<Arc<rayon::ThreadPool>>> = RwLock::new(None);
 pub(crate) const MIN_PARALLEL_ELEMENTS: usize = 1 << 17;
 
 /// From this many elements up to [`MIN_PARALLEL_ELEMENTS`], an
-/// elementwise pass is cut in two for the caller and the helper thread of
-/// `pair.rs`, whose hand-off costs about 2 µs.
+/// elementwise pass is cut in two for the caller and one other thread
+/// (`pair.rs`), whose hand-off costs about 2 µs.
 pub(crate) const MIN_PAIR_ELEMENTS: usize = 2 * CHUNK;
 
 /// The piece of an elementwise pass one thread takes at a time: large
@@ -44,7 +66,15 @@ pub(crate) const CHUNK: usize = 1 << 14;
 /// assert!(grad_runtime::num_threads() >= 1);
 /// ```
 pub fn num_threads() -> usize {
-    pool().current_num_threads()
+    match THREADS.load(Ordering::Relaxed) {
+        0 => {
+            let threads = one_per_core_unless(threads_from_env());
+            // Two threads deciding at once decide the same.
+            THREADS.store(threads, Ordering::Relaxed);
+            threads
+        }
+        threads => threads,
+    }
 }
 
 /// Sets the number of threads kernels use from now on (`0` = one per core).
@@ -56,23 +86,45 @@ pub fn num_threads() -> usize {
 /// grad_runtime::set_num_threads(0)?;
 /// # Ok::<(), grad_runtime::GradError>(())
 /// ```
+///
+/// The first thread that runs a kernel large enough to share out (with
+/// more than one thread set) becomes one of grad's threads for good: it
+/// computes its share of each kernel instead of sleeping until the others
+/// are done, which saves two thread wake-ups a kernel. A consequence: rayon
+/// calls made on that thread (`par_iter`, `join`) run on grad's threads
+/// rather than rayon's global pool. Other threads, and that thread while a
+/// different thread count is set than when it joined, hand kernels to a
+/// pool of their own and wait, as threads outside a rayon pool do.
 #[track_caller]
 pub fn set_num_threads(threads: usize) -> Result<(), GradError> {
     let location = std::panic::Location::caller();
+    let threads = one_per_core_unless(threads);
     let built = build(threads).map_err(|reason| {
         let kind = ErrorKind::InvalidArgument { name: "threads", value: threads as f64, expected: reason };
         GradError::new("set_num_threads", kind, Vec::new(), location)
     })?;
-    *POOL.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(Arc::new(built));
+    *SHARED.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(Arc::new(built));
+    THREADS.store(threads, Ordering::Relaxed);
     Ok(())
 }
 
 fn build(threads: usize) -> Result<rayon::ThreadPool, &'static str> {
+    if threads > rayon::max_num_threads() {
+        return Err("a thread count the system can start");
+    }
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(|i| format!("grad-{i}"))
         .build()
         .map_err(|_| "a thread count the system can start")
+}
+
+/// `threads`, or one per core when it is 0.
+fn one_per_core_unless(threads: usize) -> usize {
+    match threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        threads => threads,
+    }
 }
 
 /// The threads from `GRAD_NUM_THREADS`, or 0 (one per core) when it is
@@ -81,16 +133,83 @@ fn threads_from_env() -> usize {
     std::env::var("GRAD_NUM_THREADS").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(0)
 }
 
+/// The pool a kernel shared out on this thread runs on: the team, if
+/// this thread is one of its threads (or can start it), and the team has
+/// as many threads as are set; else the shared pool.
 fn pool() -> Arc<rayon::ThreadPool> {
-    if let Some(pool) = POOL.read().unwrap_or_else(|poisoned| poisoned.into_inner()).as_ref() {
+    let threads = num_threads();
+    if let Some(team) = team(threads) {
+        return Arc::clone(team);
+    }
+    if let Some(pool) = SHARED.read().unwrap_or_else(|poisoned| poisoned.into_inner()).as_ref()
+        && pool.current_num_threads() == threads
+    {
         return Arc::clone(pool);
     }
-    let mut slot = POOL.write().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let pool = slot.get_or_insert_with(|| {
-        let built = build(threads_from_env()).or_else(|_| build(1));
-        Arc::new(built.expect("invariant: a pool of one thread can always be built"))
-    });
-    Arc::clone(pool)
+    let mut slot = SHARED.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+    match slot.as_ref() {
+        Some(pool) if pool.current_num_threads() == threads => Arc::clone(pool),
+        _ => {
+            let built = build(threads).or_else(|_| {
+                // A count from the environment the system cannot start.
+                THREADS.store(1, Ordering::Relaxed);
+                build(1)
+            });
+            let built = Arc::new(built.expect("invariant: a pool of one thread can always be built"));
+            *slot = Some(Arc::clone(&built));
+            built
+        }
+    }
+}
+
+/// The team, when this thread is one of its threads and it has `threads`
+/// threads. The first thread to ask with more than one thread set, if it
+/// is in no rayon pool already, starts the team as its thread 0 (rayon's
+/// `use_current_thread`): kernels it shares out then run on it and on the
+/// team's other threads, which steal pieces from it, and it takes part
+/// instead of waiting on a lock (see `benches/README.md`).
+fn team(threads: usize) -> Option<&'static Arc<rayon::ThreadPool>> {
+    if threads < 2 {
+        return None;
+    }
+    if let Some(team) = TEAM.get() {
+        return (team.current_thread_index().is_some() && team.current_num_threads() == threads).then_some(team);
+    }
+    if rayon::current_thread_index().is_some() || TEAM_TRIED.swap(true, Ordering::AcqRel) {
+        return None;
+    }
+    let built = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("grad-{i}"))
+        .use_current_thread()
+        .build()
+        .ok()?;
+    Some(TEAM.get_or_init(|| Arc::new(built)))
+}
+
+thread_local! {
+    /// Whether this thread is running its share of a kernel on a pool.
+    static IN_KERNEL: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether this thread runs no share of any pool's kernel: it is in no
+/// rayon pool, or it is the team's first thread between two kernels. Only
+/// such a thread hands half of a medium kernel to `pair.rs`'s helper; on
+/// any other, another pool's threads are already busy.
+pub(crate) fn between_kernels() -> bool {
+    match rayon::current_thread_index() {
+        None => true,
+        Some(_) => !IN_KERNEL.get() && TEAM.get().is_some_and(|team| team.current_thread_index() == Some(0)),
+    }
+}
+
+/// Puts back a thread's [`IN_KERNEL`] when its kernel returns or panics.
+struct Restore(bool);
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        IN_KERNEL.set(self.0);
+    }
 }
 
 /// Whether a pass over `len` elements is worth sharing out: large enough,
@@ -102,13 +221,18 @@ pub(crate) fn worth_it(len: usize) -> bool {
 
 /// Runs `f` on the pool when `parallel`, else on this thread: the body of
 /// every parallel kernel, so that nested rayon calls (the GEMM's) run on
-/// grad's threads.
+/// grad's threads. On a thread of the team (or of the shared pool), `f`
+/// runs here at once and its rayon calls share work with the other threads.
 pub(crate) fn run<R: Send>(parallel: bool, f: impl FnOnce() -> R + Send) -> R {
     if !parallel {
         return f();
     }
     let pool = pool();
-    if pool.current_num_threads() > 1 { pool.install(f) } else { f() }
+    if pool.current_num_threads() < 2 {
+        return f();
+    }
+    let _restore = Restore(IN_KERNEL.replace(true));
+    pool.install(f)
 }
 
 /// Where a medium pass of `len` elements is cut in two for `pair.rs`: at
