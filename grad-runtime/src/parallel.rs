@@ -5,7 +5,7 @@
 //! is the same.
 //!
 //! Kernels use `GRAD_NUM_THREADS` threads if that is set (to a positive
-//! integer), else one per core; [`set_num_threads`] changes it. The first
+//! integer rayon can start), else one per core; [`set_num_threads`] changes it. The first
 //! thread that shares out a kernel becomes the first of a team with the
 //! pool's other threads (rayon's `use_current_thread`): it computes its
 //! share of each kernel at once, where a thread outside the pool hands the
@@ -128,9 +128,10 @@ fn one_per_core_unless(threads: usize) -> usize {
 }
 
 /// The threads from `GRAD_NUM_THREADS`, or 0 (one per core) when it is
-/// unset or not a positive integer.
+/// unset, not a positive integer, or more threads than rayon can start.
 fn threads_from_env() -> usize {
-    std::env::var("GRAD_NUM_THREADS").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(0)
+    let threads = std::env::var("GRAD_NUM_THREADS").ok().and_then(|v| v.trim().parse().ok());
+    threads.filter(|&n| n <= rayon::max_num_threads()).unwrap_or(0)
 }
 
 /// The pool a kernel shared out on this thread runs on: the team, if
@@ -342,4 +343,36 @@ pub(crate) fn tree_sum<T: Copy + Send + Sync + std::ops::Add<Output = T>>(
     }
     let parallel = worth_it(x.len());
     run(parallel, || go(x, block, block_sum, parallel))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn more_threads_than_rayon_can_start_is_an_error_that_changes_nothing() {
+        let before = num_threads();
+        let err = set_num_threads(usize::MAX).expect_err("more threads than rayon can start");
+        assert!(err.to_string().contains("set_num_threads"), "{err}");
+        assert_eq!(num_threads(), before);
+    }
+
+    #[test]
+    fn a_team_runs_its_first_threads_kernels_on_it_and_shares_their_pieces() {
+        // A team of its own on a thread of its own, as `team` forms grad's.
+        std::thread::spawn(|| {
+            let team = rayon::ThreadPoolBuilder::new().num_threads(2).use_current_thread().build().unwrap();
+            let here = std::thread::current().id();
+            let (ran_here, sum) = team.install(|| {
+                let ran_here = std::thread::current().id() == here;
+                let sum: usize = (0..1_000_000usize).into_par_iter().with_min_len(1000).sum();
+                (ran_here, sum)
+            });
+            assert!(ran_here, "the first thread runs its kernel itself");
+            assert_eq!(sum, 999_999 * 1_000_000 / 2);
+            assert_eq!(team.current_thread_index(), Some(0));
+        })
+        .join()
+        .unwrap();
+    }
 }
