@@ -5,10 +5,10 @@
 //! the pool wait on a lock while the pool's threads work, and a pool thread
 //! that found no work for a few microseconds sleeps (the team's first
 //! thread does not wait, but the others still sleep: W4 then made 35K
-//! context switches a run, against 300 with the helper). Waking either costs 40 to 60 µs
-//! on the 2-core VM grad is measured on (`cargo bench --bench handoff`),
-//! more than a 512 × 64 × 64 product (W4's) takes on one core, so such
-//! products ran on one thread. Here the caller never sleeps (it runs its
+//! context switches a run, against 300 with the helper). Waking either
+//! costs 40 to 60 µs on the 2-core VM grad is measured on (`cargo bench
+//! --bench handoff`), more than a 512 × 64 × 64 product (W4's) takes on
+//! one core, so such products ran on one thread. Here the caller never sleeps (it runs its
 //! half, then spins until the other is done) and the helper does not sleep
 //! while kernels keep coming: after each [`pair`] it keeps looking for work
 //! for [`KEEP_AWAKE_US`] or four times the last half's time, whichever is

@@ -5,14 +5,14 @@
 //! is the same.
 //!
 //! Kernels use `GRAD_NUM_THREADS` threads if that is set (to a positive
-//! integer rayon can start), else one per core; [`set_num_threads`] changes it. The first
-//! thread that shares out a kernel becomes the first of a team with the
-//! pool's other threads (rayon's `use_current_thread`): it computes its
-//! share of each kernel at once, where a thread outside the pool hands the
-//! kernel over and sleeps on a lock until it is done, two thread wake-ups
-//! a kernel (W1 went from 120K context switches a run to 20K, and from
-//! ~750 to ~570 µs a step). Other threads share one pool of that many
-//! threads, the old way.
+//! integer rayon can start), else one per core; [`set_num_threads`]
+//! changes it. The first thread that shares out a kernel becomes the first
+//! of a team with the pool's other threads (rayon's `use_current_thread`):
+//! it computes its share of each kernel at once, where a thread outside
+//! the pool hands the kernel over and sleeps on a lock until it is done,
+//! two thread wake-ups a kernel (W1 went from 120K context switches a run
+//! to 20K, and from ~750 to ~570 µs a step). Other threads share one pool
+//! of that many threads, the old way.
 //!
 //! Small tensors never reach a pool: below a size measured on the kernels
 //! (`MIN_PARALLEL_ELEMENTS`), handing work over costs more than it
