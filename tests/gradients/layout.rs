@@ -98,3 +98,37 @@ fn flatten_axis_out_of_range_is_an_error_naming_flatten() {
         "g_flatten: axis 2 is out of range for a 2-D input (valid: -2 to 1); input [2, 3]"
     );
 }
+
+#[test]
+fn overlapping_slices_of_one_tensor_add_their_gradients_exactly() {
+    // The first slice read in backward starts the gradient (zeros but its
+    // block), later ones add their blocks into it in place; with the
+    // tensor also summed whole, that sum starts it instead. Quarter
+    // integers: every sum below is exact.
+    let x = ArrayD::from_shape_fn(vec![4, 6], |ix| (ix[0] * 6 + ix[1]) as f64 * 0.25 - 2.0);
+    let mut want = ArrayD::<f64>::zeros(vec![4, 6]);
+    want.slice_mut(s![.., 0..2]).zip_mut_with(&x.slice(s![.., 0..2]), |w, &v| *w += 2.0 * v);
+    want.slice_mut(s![.., 1..4]).mapv_inplace(|w| w + 3.0);
+    want.slice_mut(s![1..3, 3..6]).zip_mut_with(&x.slice(s![1..3, 3..6]), |w, &v| *w += 3.0 * v * v);
+    for summed_whole in [false, true] {
+        let mut tape = Tape::<f64>::new();
+        let v = tape.param(x.clone());
+        let a = g_slice(&mut tape, v, &[0, 0], &[4, 2]);
+        let b = g_slice(&mut tape, v, &[0, 1], &[4, 4]);
+        let c = g_slice(&mut tape, v, &[1, 3], &[3, 6]);
+        let aa = g_mul(&mut tape, a, a);
+        let b3 = g_muls(&mut tape, b, 3.0);
+        let cc = g_mul(&mut tape, c, c);
+        let ccc = g_mul(&mut tape, cc, c);
+        let terms = [aa, b3, ccc].map(|t| g_sum(&mut tape, t));
+        let mut loss = g_add(&mut tape, terms[0], terms[1]);
+        loss = g_add(&mut tape, loss, terms[2]);
+        if summed_whole {
+            let whole = g_sum(&mut tape, v);
+            loss = g_add(&mut tape, loss, whole);
+        }
+        tape.backward(loss).unwrap();
+        let expected = if summed_whole { want.mapv(|w| w + 1.0) } else { want.clone() };
+        assert_eq!(tape.grad(v), expected, "summed whole: {summed_whole}");
+    }
+}

@@ -226,9 +226,10 @@ pub(crate) fn slice_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &TensorRef
     let shape = sink.value(x).shape.clone();
     let mut stops = starts.clone();
     stops.slice_mut().iter_mut().zip(g.shape()).for_each(|(s, n)| *s += n);
-    sink.contribute_zeroed(x, |c| {
+    sink.contribute_into(x, |c| {
         let mut whole = ArrayViewMutD::from_shape(shape, c).expect("invariant: the buffer has x's shape");
-        whole.slice_each_axis_mut(|ax| block_of(starts.slice(), stops.slice(), ax.axis)).assign(&g.view());
+        let mut block = whole.slice_each_axis_mut(|ax| block_of(starts.slice(), stops.slice(), ax.axis));
+        block += &g.view();
     });
 }
 

@@ -125,6 +125,29 @@ impl<'a, T: Float> GradSink<'a, T> {
         });
     }
 
+    /// Like [`contribute_zeroed`](GradSink::contribute_zeroed), for a
+    /// contribution that is zero but at some elements (a slice's block):
+    /// `add` adds those elements into a buffer of zeros for the first
+    /// contribution, and into `x`'s gradient itself for a later one, where
+    /// a zeroed buffer would be written and then added whole. The values
+    /// are the same (`g + 0 = g`; only the sign of a zero may differ).
+    /// In W7 each layer's three slices of `qkv` zeroed and added a
+    /// `[1024, 384]` buffer twice.
+    pub(crate) fn contribute_into(&mut self, x: NodeId, add: impl FnOnce(&mut [T])) {
+        if !self.wants(x) {
+            return;
+        }
+        let slot = &mut self.grads[x];
+        match slot.get_mut() {
+            Some(grad) => add(grad),
+            None => {
+                let c = slot.start(self.nodes[x].value.len(), self.pool);
+                c.fill(T::zero());
+                add(c);
+            }
+        }
+    }
+
     /// Adds a contribution formed on a broadcast output of shape `on`
     /// (`fill` writes every element of a buffer of that shape) and summed
     /// back to `x`'s shape: the gradient of an operand NumPy broadcasting
