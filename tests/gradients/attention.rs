@@ -194,3 +194,46 @@ fn mismatched_shapes_are_errors_naming_them() {
         tp.reset_to(mark);
     }
 }
+
+/// The gradients of a second backward on the same tape equal a fresh
+/// tape's to the bit: the op writes every element of each gradient, as
+/// it reuses the buffers of the backward before (`scratch_for`), which
+/// hold that backward's gradients.
+#[test]
+fn a_second_backward_overwrites_every_gradient_of_the_first() {
+    let mut rng = Rng::new(131);
+    let shapes: [[&[usize]; 3]; 3] = [
+        [&[2, 130, 3], &[2, 140, 3], &[2, 140, 2]],
+        [&[1, 150, 2], &[1, 90, 2], &[1, 90, 3]],
+        [&[2, 64, 8], &[2, 64, 8], &[2, 64, 8]],
+    ];
+    for shapes in shapes {
+        for causal in [false, true] {
+            let inputs: Vec<ArrayD<f64>> = shapes.iter().map(|s| rng.normal_array(s)).collect();
+            let mut out_shape = shapes[0].to_vec();
+            *out_shape.last_mut().unwrap() = *shapes[2].last().unwrap();
+            let weights = [rng.normal_array(&out_shape), rng.normal_array(&out_shape)];
+            let step = |tp: &mut Tape<f64>, vars: [Var; 3], w: &ArrayD<f64>| {
+                let y = g_attention(tp, vars[0], vars[1], vars[2], causal);
+                let w = tp.constant(w);
+                let yw = g_mul(tp, y, w);
+                let loss = g_sum(tp, yw);
+                tp.backward(loss).unwrap();
+                vars.map(|v| tp.grad(v).to_owned())
+            };
+            let mut reused = Tape::<f64>::new();
+            let vars = [0, 1, 2].map(|i| reused.param(&inputs[i]));
+            let mark = reused.mark();
+            step(&mut reused, vars, &weights[0]);
+            reused.reset_to(mark);
+            let second = step(&mut reused, vars, &weights[1]);
+            let mut fresh = Tape::<f64>::new();
+            let fresh_vars = [0, 1, 2].map(|i| fresh.param(&inputs[i]));
+            let expected = step(&mut fresh, fresh_vars, &weights[1]);
+            for (k, (a, b)) in second.iter().zip(&expected).enumerate() {
+                let same = a.iter().zip(b.iter()).all(|(x, y)| x.to_bits() == y.to_bits());
+                assert!(same, "gradient {k} of {shapes:?}, causal {causal}");
+            }
+        }
+    }
+}
