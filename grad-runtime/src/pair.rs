@@ -8,10 +8,11 @@
 //! context switches a run, against 300 with the helper). Waking either
 //! costs 40 to 60 µs on the 2-core VM grad is measured on (`cargo bench
 //! --bench handoff`), more than a 512 × 64 × 64 product (W4's) takes on
-//! one core, so such products ran on one thread. Here the caller never sleeps (it runs its
-//! half, then spins until the other is done) and the helper does not sleep
-//! while kernels keep coming: after each [`pair`] it keeps looking for work
-//! for [`KEEP_AWAKE_US`] or four times the last half's time, whichever is
+//! one core, so such products ran on one thread. Here the caller never
+//! sleeps (it runs its half, then spins until the other is done) and the
+//! helper does not sleep while kernels keep coming: after each [`pair`] it
+//! keeps looking for work for [`KEEP_AWAKE_US`] or four times the last
+//! half's time, whichever is
 //! longer (gaps between kernels grow with the kernels: an unoptimised build
 //! runs everything ~30x slower), pausing between looks, as OpenMP's threads
 //! spin between parallel regions. A pair then costs about 2 µs over the

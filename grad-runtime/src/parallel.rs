@@ -112,11 +112,12 @@ fn build(threads: usize) -> Result<rayon::ThreadPool, &'static str> {
     if threads > rayon::max_num_threads() {
         return Err("a thread count the system can start");
     }
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .thread_name(|i| format!("grad-{i}"))
-        .build()
-        .map_err(|_| "a thread count the system can start")
+    builder(threads).build().map_err(|_| "a thread count the system can start")
+}
+
+/// A pool of `threads` of grad's threads, as every pool of grad's is made.
+fn builder(threads: usize) -> rayon::ThreadPoolBuilder {
+    rayon::ThreadPoolBuilder::new().num_threads(threads).thread_name(|i| format!("grad-{i}"))
 }
 
 /// `threads`, or one per core when it is 0.
@@ -179,12 +180,7 @@ fn team(threads: usize) -> Option<&'static Arc<rayon::ThreadPool>> {
     if rayon::current_thread_index().is_some() || TEAM_TRIED.swap(true, Ordering::AcqRel) {
         return None;
     }
-    let built = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .thread_name(|i| format!("grad-{i}"))
-        .use_current_thread()
-        .build()
-        .ok()?;
+    let built = builder(threads).use_current_thread().build().ok()?;
     Some(TEAM.get_or_init(|| Arc::new(built)))
 }
 

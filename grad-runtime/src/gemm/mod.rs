@@ -256,8 +256,8 @@ fn blocked<T: Float, K: Micro<T>, const MR: usize, const NR: usize>(
     };
     // One hand-off to the pool for the whole product, not one for each
     // packing of `b` and each block's rows: inside it, the pool's threads
-    // share those out among themselves, and the caller (which waits on a
-    // lock while they work) is woken once.
+    // share those out among themselves, and a caller outside the pool
+    // (which waits on a lock while they work) is woken once.
     let pooled = matches!(split, Split::Pool(_));
     parallel::run(pooled, || blocks::<T, K, MR, NR>(a, b, c, accumulate, scratch, split));
 }
