@@ -47,12 +47,15 @@ pub(crate) fn bf16_dot() -> bool {
     })
 }
 
-/// Whether this CPU has AVX512-BF16's dot product (and AVX-512 itself).
+/// Whether this CPU has AVX512-BF16's dot product and conversions (and
+/// AVX-512F and BW, which the packing around them uses).
 #[inline]
 pub(crate) fn has_bf16_dot() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512bf16")
+        std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512bw")
+            && std::is_x86_feature_detected!("avx512bf16")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
