@@ -36,6 +36,7 @@ FIGURES = [
     ("w10", "w10_gpt_bf16_step_ms", "lower"),
     ("w10", "w10_gpt_bf16_tokens_per_s", "higher"),
     ("w10", "w10_loss_gap_max_pct", "lower"),
+    ("w10", "w10_loss_gap_max_after_50_pct", "lower"),
     ("w10", "w10_loss_gap_mean_pct", "lower"),
     ("w10", "w10_loss_gap_final_pct", "lower"),
 ]
