@@ -249,6 +249,115 @@ fn recorded_gradients_use_the_precision_of_the_forward_too() {
     assert_eq!(recorded, kernel.to_vec());
 }
 
+/// Attention's output and gradients in `precision` (`q`, `k`, `v` of
+/// `[2, 40, 24]`, causal), for the loss `Σ out ⊙ w` with a random `w`.
+fn attention_and_gradients(precision: Precision, switch_back: bool) -> [ArrayD<f32>; 4] {
+    let mut rng = Rng::new(12);
+    let mut tape = Tape::<f32>::new();
+    tape.set_matmul_precision(precision).unwrap();
+    let [q, k, v] = [(); 3].map(|_| tape.param(f32_array(&mut rng, &[2, 40, 24])));
+    let out = g_attention(&mut tape, q, k, v, true);
+    if switch_back {
+        tape.set_matmul_precision(Precision::F32).unwrap();
+    }
+    let w = tape.constant(f32_array(&mut rng, &[2, 40, 24]));
+    let weighted = g_mul(&mut tape, out, w);
+    let loss = g_sum(&mut tape, weighted);
+    tape.backward(loss).unwrap();
+    [tape.value(out).to_owned(), tape.grad(q).to_owned(), tape.grad(k).to_owned(), tape.grad(v).to_owned()]
+}
+
+/// Attention computes its products (scores, weighted values and the
+/// products of its backward) in the precision it was recorded with.
+///
+/// Forward, element by element: the scores of bf16-rounded operands are
+/// off by at most `E_ij = (2^-7 + (d + 2)·2^-23)·Σ|q_ip||k_jp|/√d` (the
+/// product's bound), so each probability by a factor within
+/// `exp(±2·max_j E_ij)`; rounding the probabilities and the values adds
+/// `(1 + 2^-8)² − 1`, the `f32` sums and softmax `(tk + 8)·2^-23`, all
+/// relative to `Σ_j p_ij |v_jc|`. Backward: five rounded stages (the
+/// scores, the probabilities, `g vᵀ`, the scores' gradient, and the
+/// operand each gradient product reads), each at most `2^-7` relative,
+/// bound the gradients normwise, beside the forward's factor.
+#[test]
+fn attention_products_follow_the_setting() {
+    let [out, gq, gk, gv] = attention_and_gradients(Precision::Bf16, false);
+    let f32_run = attention_and_gradients(Precision::F32, false);
+    assert!(out != f32_run[0] && gq != f32_run[1], "bf16 attention differs from f32");
+    assert_eq!(attention_and_gradients(Precision::Bf16, true), [out.clone(), gq.clone(), gk.clone(), gv.clone()]);
+
+    // The exact attention in f64, and the gradients of an f64 tape.
+    let mut rng = Rng::new(12);
+    let inputs = [(); 3].map(|_| f32_array(&mut rng, &[2, 40, 24]).mapv(f64::from));
+    let w = f32_array(&mut rng, &[2, 40, 24]).mapv(f64::from);
+    let (t, d) = (40, 24);
+    let mut worst_rho = 0.0f64;
+    for h in 0..2 {
+        for i in 0..t {
+            let at = |x: &ArrayD<f64>, r: usize, c: usize| x[[h, r, c]];
+            let scores: Vec<f64> =
+                (0..=i).map(|j| (0..d).map(|p| at(&inputs[0], i, p) * at(&inputs[1], j, p)).sum::<f64>()).collect();
+            let scale = 1.0 / (d as f64).sqrt();
+            let max = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max) * scale;
+            let exps: Vec<f64> = scores.iter().map(|s| (s * scale - max).exp()).collect();
+            let total: f64 = exps.iter().sum();
+            let e = (0..=i)
+                .map(|j| {
+                    let abs: f64 = (0..d).map(|p| (at(&inputs[0], i, p) * at(&inputs[1], j, p)).abs()).sum();
+                    (2f64.powi(-7) + (d as f64 + 2.0) * 2f64.powi(-23)) * abs * scale
+                })
+                .fold(0.0, f64::max);
+            let rho = (2.0 * e).exp() - 1.0;
+            worst_rho = worst_rho.max(rho);
+            for c in 0..d {
+                let exact: f64 = (0..=i).map(|j| exps[j] / total * at(&inputs[2], j, c)).sum();
+                let weight: f64 = (0..=i).map(|j| exps[j] / total * at(&inputs[2], j, c).abs()).sum();
+                let relative = (1.0 + rho) * (1.0 + 2f64.powi(-8)).powi(2) - 1.0 + (t as f64 + 8.0) * 2f64.powi(-23);
+                let error = (f64::from(out[[h, i, c]]) - exact).abs();
+                assert!(error <= relative * weight, "out[{h}, {i}, {c}] off by {error:e} > {:e}", relative * weight);
+            }
+        }
+    }
+    let mut tape = Tape::<f64>::new();
+    let [q, k, v] = inputs.map(|x| tape.param(x));
+    let out64 = g_attention(&mut tape, q, k, v, true);
+    let w = tape.constant(w);
+    let weighted = g_mul(&mut tape, out64, w);
+    let loss = g_sum(&mut tape, weighted);
+    tape.backward(loss).unwrap();
+    let bound = worst_rho + 5.0 * 2f64.powi(-7);
+    for (name, got, var) in [("q", &gq, q), ("k", &gk, k), ("v", &gv, v)] {
+        let exact = tape.grad(var);
+        let error = got.iter().zip(exact.iter()).map(|(&a, &b)| (f64::from(a) - b).powi(2)).sum::<f64>().sqrt();
+        let norm = exact.iter().map(|b| b * b).sum::<f64>().sqrt();
+        assert!(error <= bound * norm, "the gradient of {name} is off by {:e} of its norm > {bound:e}", error / norm);
+    }
+}
+
+/// `grad_graph` records attention's gradient (its products replayed) in
+/// the precision attention was recorded with, whatever the setting then.
+#[test]
+fn recorded_attention_gradients_use_the_precision_of_the_forward() {
+    let mut rng = Rng::new(13);
+    let inputs = [(); 3].map(|_| f32_array(&mut rng, &[3, 20, 16]));
+    let run = |precision: Precision, switch_back: bool| {
+        let mut tape = Tape::<f32>::new();
+        tape.set_matmul_precision(precision).unwrap();
+        let [q, k, v] = inputs.clone().map(|x| tape.param(x));
+        let out = g_attention(&mut tape, q, k, v, false);
+        let squared = g_mul(&mut tape, out, out);
+        let loss = g_sum(&mut tape, squared);
+        if switch_back {
+            tape.set_matmul_precision(Precision::F32).unwrap();
+        }
+        let recorded = tape.grad_graph(loss, &[q, k, v]).unwrap();
+        recorded.iter().map(|&g| tape.value(g).to_owned()).collect::<Vec<_>>()
+    };
+    let bf16 = run(Precision::Bf16, false);
+    assert_eq!(run(Precision::Bf16, true), bf16);
+    assert!(run(Precision::F32, false) != bf16, "bf16 differs from f32");
+}
+
 #[test]
 fn an_f64_tape_refuses_bf16_and_keeps_f32() {
     let mut tape = Tape::<f64>::new();
@@ -267,7 +376,7 @@ fn an_f64_tape_refuses_bf16_and_keeps_f32() {
 
 /// Values and gradients of products large enough to be split over threads
 /// (the rows of one product, a batch by product and in two halves, a
-/// convolution by chunks of images).
+/// convolution by chunks of images, an attention by heads).
 fn run_graph() -> Vec<ArrayD<f32>> {
     let mut rng = Rng::new(5);
     let mut tape = bf16_tape();
@@ -280,14 +389,19 @@ fn run_graph() -> Vec<ArrayD<f32>> {
     let halves = g_bmm(&mut tape, r, s);
     let [image, kernel] = [[32, 16, 16, 16], [16, 16, 3, 3]].map(|shape| tape.param(f32_array(&mut rng, &shape)));
     let conv = g_conv2d(&mut tape, image, kernel, None, [1, 1], [1, 1], [1, 1], 1);
+    let [aq, ak, av] = [(); 3].map(|_| tape.param(f32_array(&mut rng, &[16, 64, 32])));
+    let attention = g_attention(&mut tape, aq, ak, av, true);
+    let la = g_sum(&mut tape, attention);
     let (sy, sb, sh) = (g_tanh(&mut tape, y), g_tanh(&mut tape, batch), g_tanh(&mut tape, halves));
     let (ly, lb, lh, lc) = (g_sum(&mut tape, sy), g_sum(&mut tape, sb), g_sum(&mut tape, sh), g_sum(&mut tape, conv));
     let l = g_add(&mut tape, ly, lb);
     let l = g_add(&mut tape, l, lh);
-    let loss = g_add(&mut tape, l, lc);
+    let l = g_add(&mut tape, l, lc);
+    let loss = g_add(&mut tape, l, la);
     tape.backward(loss).expect("a well-formed graph");
-    let mut out: Vec<ArrayD<f32>> = [y, batch, halves, conv].iter().map(|&v| tape.value(v).to_owned()).collect();
-    out.extend([x, w, p, q, r, s, image, kernel].iter().map(|&v| tape.grad(v).to_owned()));
+    let outputs = [y, batch, halves, conv, attention];
+    let mut out: Vec<ArrayD<f32>> = outputs.iter().map(|&v| tape.value(v).to_owned()).collect();
+    out.extend([x, w, p, q, r, s, image, kernel, aq, ak, av].iter().map(|&v| tape.grad(v).to_owned()));
     out
 }
 

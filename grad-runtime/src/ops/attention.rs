@@ -67,7 +67,8 @@ pub fn g_attention<T: Float>(tp: &mut Tape<T>, q: Var, k: Var, v: Var, causal: b
     let Some(ids) = tp.resolve(NAME, [q, k, v], location) else {
         return tp.poisoned_var();
     };
-    let dims = match Dims::of([tp.shape(ids[0]), tp.shape(ids[1]), tp.shape(ids[2])]) {
+    let shapes = [tp.shape(ids[0]), tp.shape(ids[1]), tp.shape(ids[2])];
+    let dims = match Dims::of(shapes, tp.matmul_precision()) {
         Ok(dims) => dims,
         Err(kind) => return tp.fail(NAME, kind, &ids, location),
     };
@@ -131,11 +132,13 @@ pub fn g_attention<T: Float>(tp: &mut Tape<T>, q: Var, k: Var, v: Var, causal: b
     } else {
         saved
     };
-    tp.push(Op::Attention { q, k, v, causal, saved }, out)
+    tp.push(Op::Attention { q, k, v, causal, saved, precision: dims.precision }, out)
 }
 
 /// The sizes of one attention: `heads` (batch · heads, the product of the
-/// leading dims), `tq` queries and `tk` keys of `d` features, values of `dv`.
+/// leading dims), `tq` queries and `tk` keys of `d` features, values of
+/// `dv`; and the precision of its products, forward and backward (the
+/// tape's when the op was recorded).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Dims {
     heads: usize,
@@ -143,11 +146,12 @@ pub(crate) struct Dims {
     tk: usize,
     d: usize,
     dv: usize,
+    precision: Precision,
 }
 
 impl Dims {
     /// Checks the shapes of `q`, `k`, `v`.
-    fn of([q, k, v]: [&[usize]; 3]) -> Result<Dims, ErrorKind> {
+    fn of([q, k, v]: [&[usize]; 3], precision: Precision) -> Result<Dims, ErrorKind> {
         let rank = q.len();
         if rank < 2 {
             return Err(ErrorKind::Rank { expected: "2-D or higher (queries [..., T, d])", got: rank });
@@ -172,7 +176,7 @@ impl Dims {
         if tk == 0 && tq > 0 {
             return Err(ErrorKind::EmptyReduction { axis: rank - 2 });
         }
-        Ok(Dims { heads: q[..rank - 2].iter().product(), tq, tk, d, dv })
+        Ok(Dims { heads: q[..rank - 2].iter().product(), tq, tk, d, dv, precision })
     }
 
     /// Head `i`'s block of `len` elements of `data`.
@@ -231,7 +235,7 @@ fn block_scores<T: Float>(
     let d = dims.d;
     let queries = MatRef::row_major(queries, rows, d);
     let keys_t = MatRef::row_major(&keys[..seen * d], seen, d).t();
-    T::gemm(Precision::F32, queries, keys_t, out, false, packing);
+    T::gemm(dims.precision, queries, keys_t, out, false, packing);
     let scale = dims.scale::<T>();
     for (r, row) in out.chunks_exact_mut(seen).enumerate() {
         for p in &mut row[..dims.visible(i0 + r, causal)] {
@@ -260,10 +264,11 @@ const QUERY_BLOCK: usize = 64;
 
 /// The scratch one head's forward needs: a block's scores (`QUERY_BLOCK
 /// × tk`) and the packing of its two products.
-fn forward_scratch_len<T>(dims: Dims) -> usize {
+fn forward_scratch_len<T: Float>(dims: Dims) -> usize {
     let Dims { tq, tk, d, dv, .. } = dims;
     let rows = QUERY_BLOCK.min(tq);
-    rows * tk + gemm::scratch_len::<T>(rows, d, tk).max(gemm::scratch_len::<T>(rows, tk, dv))
+    let len = |m, k, n| gemm::scratch_len_in::<T>(dims.precision, m, k, n);
+    rows * tk + len(rows, d, tk).max(len(rows, tk, dv))
 }
 
 simd::multiversion! {
@@ -308,7 +313,7 @@ simd::multiversion! {
             }
             let weights = MatRef::row_major(&*p, rows, seen);
             let values = MatRef::row_major(&v[..seen * dv], seen, dv);
-            T::gemm(Precision::F32, weights, values, &mut out[i0 * dv..i1 * dv], false, packing);
+            T::gemm(dims.precision, weights, values, &mut out[i0 * dv..i1 * dv], false, packing);
         }
     }
 }
@@ -338,12 +343,12 @@ fn softmax_in_place<T: Float>(seen: &mut [T]) -> (T, T) {
 /// The scratch one head's backward needs: a block's probabilities and
 /// their gradient (each `QUERY_BLOCK × tk`) and the packing of the block's
 /// products (the scores' too, when the probabilities are recomputed).
-fn backward_scratch_len<T>(dims: Dims) -> usize {
+fn backward_scratch_len<T: Float>(dims: Dims) -> usize {
     let Dims { tq, tk, d, dv, .. } = dims;
     let rows = QUERY_BLOCK.min(tq);
     let packing = [(rows, d, tk), (rows, dv, tk), (rows, tk, d), (tk, rows, d), (tk, rows, dv)]
         .into_iter()
-        .map(|(m, k, n)| gemm::scratch_len::<T>(m, k, n))
+        .map(|(m, k, n)| gemm::scratch_len_in::<T>(dims.precision, m, k, n))
         .max()
         .unwrap_or(0);
     2 * rows * tk + packing
@@ -403,7 +408,7 @@ simd::multiversion! {
             }
             let g_block = MatRef::row_major(&g[i0 * width..i1 * width], rows, width);
             let ds = &mut grad_probs[..rows * seen];
-            T::gemm(Precision::F32, g_block, MatRef::row_major(&v[..seen * width], seen, width).t(), ds, false, packing);
+            T::gemm(dims.precision, g_block, MatRef::row_major(&v[..seen * width], seen, width).t(), ds, false, packing);
             for (r, (ds_row, p_row)) in ds.chunks_exact_mut(seen).zip(p.chunks_exact(seen)).enumerate() {
                 let visible = dims.visible(i0 + r, causal);
                 let (ds_seen, ds_unseen) = ds_row.split_at_mut(visible);
@@ -415,11 +420,11 @@ simd::multiversion! {
             }
             let (ds, p) = (MatRef::row_major(&*ds, rows, seen), MatRef::row_major(&*p, rows, seen));
             let keys = MatRef::row_major(&k[..seen * d], seen, d);
-            T::gemm(Precision::F32, ds, keys, &mut dq[i0 * d..i1 * d], false, packing);
+            T::gemm(dims.precision, ds, keys, &mut dq[i0 * d..i1 * d], false, packing);
             let queries = MatRef::row_major(&q[i0 * d..i1 * d], rows, d);
             let add = i0 > 0;
-            T::gemm(Precision::F32, ds.t(), queries, &mut dk[..seen * d], add, packing);
-            T::gemm(Precision::F32, p.t(), g_block, &mut dv[..seen * width], add, packing);
+            T::gemm(dims.precision, ds.t(), queries, &mut dk[..seen * d], add, packing);
+            T::gemm(dims.precision, p.t(), g_block, &mut dv[..seen * width], add, packing);
         }
     }
 }
@@ -430,12 +435,13 @@ pub(crate) fn attention_backward<T: Float>(
     [q, k, v]: [NodeId; 3],
     causal: bool,
     saved: &[T],
+    precision: Precision,
 ) {
     if ![q, k, v].iter().any(|&id| sink.wants(id)) {
         return;
     }
     let shapes = [q, k, v].map(|id| sink.value(id).shape());
-    let Ok(dims) = Dims::of(shapes) else { return };
+    let Ok(dims) = Dims::of(shapes, precision) else { return };
     let lens = [dims.tq * dims.d, dims.tk * dims.d, dims.tk * dims.dv];
     // Each head writes all of its gradients (`attend_backward`); none runs
     // when there are no queries or no keys, and the gradients are zeros.

@@ -41,6 +41,7 @@ pub(crate) fn backward<T: Float>(
     let recorded = match *op {
         Op::MatMul(_, _, product) | Op::Bmm(_, _, product) => product.precision,
         Op::Conv2d { spec, .. } => spec.precision,
+        Op::Attention { precision, .. } => precision,
         _ => return rule(tp, op, id, g, wants, add),
     };
     let outer = tp.swap_matmul_precision(recorded);

@@ -232,13 +232,14 @@ pub(crate) enum Op<T: Float> {
     },
     /// `g_attention`: `saved` are the softmax weights `[.., Tq, Tk]`, or
     /// each query's softmax statistics when the weights would outweigh the
-    /// inputs (`attention.rs`).
+    /// inputs (`attention.rs`); `precision`, that of its products.
     Attention {
         q: NodeId,
         k: NodeId,
         v: NodeId,
         causal: bool,
         saved: Vec<T>,
+        precision: crate::Precision,
     },
     /// A fused region of a `grad!` block: any number of inputs.
     Fused(fused::Fused<T>),
@@ -434,8 +435,8 @@ impl<T: Float> Op<T> {
             Op::MaxAxis { x, axis } => reduce::max_axis_backward(sink, g, x, axis),
             Op::MinAxis { x, axis } => reduce::min_axis_backward(sink, g, x, axis),
             Op::MatMul(a, b, product) | Op::Bmm(a, b, product) => matmul::matmul_backward(sink, g, a, b, product),
-            Op::Attention { q, k, v, causal, ref saved } => {
-                attention::attention_backward(sink, g, [q, k, v], causal, saved)
+            Op::Attention { q, k, v, causal, ref saved, precision } => {
+                attention::attention_backward(sink, g, [q, k, v], causal, saved, precision)
             }
             Op::Transpose(x) => layout::transpose_backward(sink, g, x),
             Op::Permute { x, ref order, ndim } => permute::permute_backward(sink, g, x, order, ndim),

@@ -34,10 +34,12 @@ impl<T: Float> Tape<T> {
     /// and `aᵀ @ g`), whatever the setting when `backward` runs: each node
     /// keeps the precision it was recorded with. [`g_conv2d`](crate::g_conv2d)
     /// computes its products (im2col columns times the weights, and both
-    /// gradients') the same way. Everything else stays `f32`: values and
-    /// gradients on the tape, parameters, optimizer state, every other op,
-    /// [`g_attention`](crate::g_attention) included (PyTorch's CPU
-    /// `autocast` policy for `bfloat16`, but for attention). Each element of a product is then within
+    /// gradients') the same way, and so does [`g_attention`](crate::g_attention)
+    /// (the scores `q kᵀ`, the weighted values, the products of its
+    /// backward; its softmax stays `f32`). Everything else stays `f32`:
+    /// values and gradients on the tape, parameters, optimizer state, every
+    /// other op (PyTorch's CPU `autocast` policy for `bfloat16`). Each
+    /// element of a product is then within
     /// `(2^-7 + (k + 2)·2^-23)·Σₚ|a_ip||b_pj|` of the exact product (`k`
     /// the inner dimension) instead of `F32`'s `k·2^-24·Σₚ|a_ip||b_pj|`.
     ///
