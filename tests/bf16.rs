@@ -488,6 +488,26 @@ fn extreme_shapes_neither_panic_nor_hang() {
         let c = g_matmul(&mut tape, a, b);
         assert_eq!(tape.value(c)[[0, 0]], 3.0, "1 + 2^-10 rounds to the bf16 1");
         tape.reset_to(mark);
+        // Attention with no query, no feature, or values of no width.
+        for shapes in
+            [[[2, 0, 8], [2, 5, 8], [2, 5, 3]], [[2, 4, 0], [2, 5, 0], [2, 5, 3]], [[2, 4, 8], [2, 5, 8], [2, 5, 0]]]
+        {
+            let [q, k, v] = shapes.map(|shape| tape.param(zeros(&shape)));
+            let out = g_attention(&mut tape, q, k, v, true);
+            assert!(tape.is_ok(), "attention of {shapes:?}: {:?}", tape.error());
+            let loss = g_sum(&mut tape, out);
+            tape.backward(loss).expect("backward over an empty attention");
+            for (x, shape) in [q, k, v].into_iter().zip(shapes) {
+                let grad = tape.grad(x).to_owned();
+                assert!(grad.shape() == shape && grad.iter().all(|g| g.is_finite()), "the gradient of {shape:?}");
+            }
+            tape.reset_to(mark);
+        }
+        // One query, one key: the probability is 1, the value rounded to bf16.
+        let [q, k, v] = [2.0, 3.0, 1.0 + 1.0 / 1024.0].map(|x| tape.param(ArrayD::from_elem(IxDyn(&[1, 1, 1]), x)));
+        let out = g_attention(&mut tape, q, k, v, false);
+        assert_eq!(tape.value(out)[[0, 0, 0]], 1.0, "1 + 2^-10 rounds to the bf16 1");
+        tape.reset_to(mark);
         for (sa, sb, refused) in [
             (&[HUGE, 0][..], &[0, HUGE][..], &[HUGE, HUGE][..]),
             (&[1 << 31, 0], &[0, 1 << 31], &[1 << 31, 1 << 31]),
