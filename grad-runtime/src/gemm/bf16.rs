@@ -158,13 +158,7 @@ simd::multiversion! {
     /// width, as the rounding is arithmetic (a third of W3's time in bf16
     /// when compiled for the baseline only).
     fn pack_pairs[const R: usize][R](x: MatRef<'_, f32>, pc: usize, kc: usize, first_panel: usize, packed: &mut [f32]) {
-        let pairs = kc.div_ceil(2);
-        for (index, out) in packed.chunks_exact_mut(R * pairs).enumerate() {
-            let i0 = (first_panel + index) * R;
-            let rows = R.min(x.rows - i0);
-            if rows < R {
-                out.fill(0.0);
-            }
+        each_panel::<R>(x, kc, first_panel, packed, |i0, rows, out| {
             if x.row_stride == 1 {
                 // The panel's rows are adjacent for each depth: two runs per word.
                 for (q, words) in out.chunks_exact_mut(R).enumerate() {
@@ -205,7 +199,30 @@ simd::multiversion! {
                     }
                 }
             }
+        });
+    }
+}
+
+/// Calls `fill(i0, rows, panel)` on each panel of `R` rows of `x` and
+/// `⌈kc / 2⌉` words a row in `packed`, from panel `first_panel`: `i0` is
+/// its first row of `x`, `rows` how many of its rows `x` has (the panel
+/// is zeroed first when fewer than `R`). Inlined into each packing, so
+/// that `fill` is compiled at its SIMD level.
+#[inline(always)]
+fn each_panel<const R: usize>(
+    x: MatRef<'_, f32>,
+    kc: usize,
+    first_panel: usize,
+    packed: &mut [f32],
+    mut fill: impl FnMut(usize, usize, &mut [f32]),
+) {
+    for (index, out) in packed.chunks_exact_mut(R * kc.div_ceil(2)).enumerate() {
+        let i0 = (first_panel + index) * R;
+        let rows = R.min(x.rows - i0);
+        if rows < R {
+            out.fill(0.0);
         }
+        fill(i0, rows, out);
     }
 }
 
@@ -347,13 +364,7 @@ mod dot {
         first_panel: usize,
         packed: &mut [f32],
     ) {
-        let pairs = kc.div_ceil(2);
-        for (index, out) in packed.chunks_exact_mut(R * pairs).enumerate() {
-            let i0 = (first_panel + index) * R;
-            let rows = R.min(x.rows - i0);
-            if rows < R {
-                out.fill(0.0);
-            }
+        super::each_panel::<R>(x, kc, first_panel, packed, |i0, rows, out| {
             if x.row_stride == 1 {
                 // For each pair of depths, the panel's rows are two runs:
                 // rounded together, then interleaved into words.
@@ -385,7 +396,7 @@ mod dot {
                     }
                 }
             }
-        }
+        });
     }
 
     /// The first `min(16, x.len())` elements of `x`, zeros after.
