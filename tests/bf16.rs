@@ -249,18 +249,24 @@ fn recorded_gradients_use_the_precision_of_the_forward_too() {
     assert_eq!(recorded, kernel.to_vec());
 }
 
-/// Attention's output and gradients in `precision` (`q`, `k`, `v` of
-/// `[2, 40, 24]`, causal), for the loss `Σ out ⊙ w` with a random `w`.
-fn attention_and_gradients(precision: Precision, switch_back: bool) -> [ArrayD<f32>; 4] {
+/// The attention test's random `q`, `k`, `v` and loss weights `w`, each `[2, 40, 24]`.
+fn attention_inputs() -> [ArrayD<f32>; 4] {
     let mut rng = Rng::new(12);
+    [(); 4].map(|_| f32_array(&mut rng, &[2, 40, 24]))
+}
+
+/// Attention's output and gradients in `precision` (causal, on
+/// [`attention_inputs`]), for the loss `Σ out ⊙ w`.
+fn attention_and_gradients(precision: Precision, switch_back: bool) -> [ArrayD<f32>; 4] {
+    let [q, k, v, w] = attention_inputs();
     let mut tape = Tape::<f32>::new();
     tape.set_matmul_precision(precision).unwrap();
-    let [q, k, v] = [(); 3].map(|_| tape.param(f32_array(&mut rng, &[2, 40, 24])));
+    let [q, k, v] = [q, k, v].map(|x| tape.param(x));
     let out = g_attention(&mut tape, q, k, v, true);
     if switch_back {
         tape.set_matmul_precision(Precision::F32).unwrap();
     }
-    let w = tape.constant(f32_array(&mut rng, &[2, 40, 24]));
+    let w = tape.constant(w);
     let weighted = g_mul(&mut tape, out, w);
     let loss = g_sum(&mut tape, weighted);
     tape.backward(loss).unwrap();
@@ -287,9 +293,8 @@ fn attention_products_follow_the_setting() {
     assert_eq!(attention_and_gradients(Precision::Bf16, true), [out.clone(), gq.clone(), gk.clone(), gv.clone()]);
 
     // The exact attention in f64, and the gradients of an f64 tape.
-    let mut rng = Rng::new(12);
-    let inputs = [(); 3].map(|_| f32_array(&mut rng, &[2, 40, 24]).mapv(f64::from));
-    let w = f32_array(&mut rng, &[2, 40, 24]).mapv(f64::from);
+    let [q, k, v, w] = attention_inputs().map(|x| x.mapv(f64::from));
+    let inputs = [q, k, v];
     let (t, d) = (40, 24);
     let mut worst_rho = 0.0f64;
     for h in 0..2 {

@@ -341,7 +341,7 @@ mod dot {
     use std::arch::x86_64::{
         __m512, __m512bh, __m512i, __mmask16, _mm512_cvtne2ps_pbh, _mm512_dpbf16_ps, _mm512_loadu_ps,
         _mm512_mask_storeu_epi32, _mm512_maskz_loadu_ps, _mm512_permutexvar_epi16, _mm512_set_epi16, _mm512_set1_ps,
-        _mm512_setzero_ps, _mm512_storeu_epi32, _mm512_storeu_ps,
+        _mm512_setzero_ps, _mm512_storeu_ps,
     };
 
     use super::MatRef;
@@ -399,34 +399,30 @@ mod dot {
         });
     }
 
+    /// The mask of the first `min(16, len)` lanes.
+    #[inline]
+    fn first_lanes(len: usize) -> __mmask16 {
+        ((1u32 << len.min(16)) - 1) as __mmask16
+    }
+
     /// The first `min(16, x.len())` elements of `x`, zeros after.
     #[inline]
     #[target_feature(enable = "avx512f")]
     fn load_part(x: &[f32]) -> __m512 {
-        let n = x.len().min(16);
-        let mask = (((1u32 << n) - 1) & 0xffff) as __mmask16;
-        // SAFETY: lanes `n..` are masked off, and a masked-off lane of a
-        // masked load reads no memory (nor can it fault); lanes `..n` read
-        // the first `n` elements of `x`, which exist. AVX-512F is enabled.
-        unsafe { _mm512_maskz_loadu_ps(mask, x.as_ptr()) }
+        // SAFETY: lanes past `x.len()` are masked off, and a masked-off
+        // lane of a masked load reads no memory (nor can it fault); the
+        // others read elements of `x`, which exist. AVX-512F is enabled.
+        unsafe { _mm512_maskz_loadu_ps(first_lanes(x.len()), x.as_ptr()) }
     }
 
     /// Writes the first `min(16, x.len())` 32-bit lanes of `v` over `x`.
     #[inline]
     #[target_feature(enable = "avx512f")]
     fn store_part(x: &mut [f32], v: __m512i) {
-        let n = x.len().min(16);
-        if n == 16 {
-            // SAFETY: `x` holds at least 16 `f32`s, the 64 bytes written,
-            // borrowed mutably here alone; AVX-512F is enabled.
-            unsafe { _mm512_storeu_epi32(x.as_mut_ptr().cast(), v) };
-        } else {
-            let mask = ((1u32 << n) - 1) as __mmask16;
-            // SAFETY: a masked store writes only lanes `..n`, the first `n`
-            // elements of `x`, borrowed mutably here alone; AVX-512F is
-            // enabled.
-            unsafe { _mm512_mask_storeu_epi32(x.as_mut_ptr().cast(), mask, v) };
-        }
+        // SAFETY: a masked store writes only the lanes of the mask, the
+        // first `min(16, x.len())` elements of `x`, borrowed mutably here
+        // alone; AVX-512F is enabled.
+        unsafe { _mm512_mask_storeu_epi32(x.as_mut_ptr().cast(), first_lanes(x.len()), v) };
     }
 
     /// The 32 bf16s of `v` (16 rounded from a first vector, then 16 from
@@ -644,34 +640,27 @@ mod tests {
             let pc = index % 2;
             let layouts = [MatRef::row_major(&data, rows, kc), MatRef::row_major(&data, kc, rows).t()];
             for x in layouts {
-                let kc = kc - pc;
-                let check = |packed: &[f32], portable: &[f32], r: usize| {
-                    assert!(
-                        packed.iter().map(|w| w.to_bits()).eq(portable.iter().map(|w| w.to_bits())),
-                        "R = {r}, strides ({}, {}), chunk {index}",
-                        x.row_stride,
-                        x.col_stride
-                    );
-                };
-                let run = |r: usize| {
-                    let len = rows.div_ceil(r) * r * kc.div_ceil(2);
-                    let (mut packed, mut portable) = (vec![f32::NAN; len], vec![f32::NAN; len]);
-                    // SAFETY: the CPU has AVX512-BF16 (checked above), and
-                    // `x` has a unit stride.
-                    #[allow(unsafe_code)]
-                    if r == 12 {
-                        unsafe { dot::pack_pairs::<12>(x, pc, kc, 0, &mut packed) };
-                        pack_pairs::<12>(x, pc, kc, 0, &mut portable);
-                    } else {
-                        unsafe { dot::pack_pairs::<32>(x, pc, kc, 0, &mut packed) };
-                        pack_pairs::<32>(x, pc, kc, 0, &mut portable);
-                    }
-                    check(&packed, &portable, r);
-                };
-                run(12);
-                run(32);
+                for (r, same) in [(12, same_words::<12>(x, pc, kc - pc)), (32, same_words::<32>(x, pc, kc - pc))] {
+                    assert!(same, "R = {r}, strides ({}, {}), chunk {index}", x.row_stride, x.col_stride);
+                }
             }
         }
+    }
+
+    /// Whether both packings of panels of `R` rows of `x` (depth `kc`
+    /// from `pc`) write the same words. The CPU must have AVX512-BF16.
+    #[cfg(target_arch = "x86_64")]
+    fn same_words<const R: usize>(x: MatRef<'_, f32>, pc: usize, kc: usize) -> bool {
+        let len = x.rows.div_ceil(R) * R * kc.div_ceil(2);
+        let (mut packed, mut portable) = (vec![f32::NAN; len], vec![f32::NAN; len]);
+        // SAFETY: the caller checked that the CPU has AVX512-BF16, and the
+        // test's operands have a unit stride.
+        #[allow(unsafe_code)]
+        unsafe {
+            dot::pack_pairs::<R>(x, pc, kc, 0, &mut packed)
+        };
+        pack_pairs::<R>(x, pc, kc, 0, &mut portable);
+        packed.iter().map(|w| w.to_bits()).eq(portable.iter().map(|w| w.to_bits()))
     }
 
     /// The paths this CPU can run.
