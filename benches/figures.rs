@@ -217,7 +217,9 @@ impl GptRun {
         assert_eq!(config.block, 64);
         let mut tape = Tape::<f32>::new();
         tape.set_matmul_precision(precision).expect("an f32 tape computes in either precision");
-        let mut rng = Rng::new(7);
+        // `W10_SEED` draws another initialisation and other batches.
+        let seed = std::env::var("W10_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(7);
+        let mut rng = Rng::new(seed);
         let model = Gpt::new(&mut tape, &mut rng, config);
         let mut opt = AdamW::new(1e-3).betas(0.9, 0.95).eps(1e-8);
         opt.add_params(&tape, &model, |name| Gpt::weight_decay(name, 0.1)).expect("W7's parameters register");
@@ -231,6 +233,22 @@ impl GptRun {
             .collect();
         let mark = tape.mark();
         GptRun { tape, model, opt, batches, mark, steps: 0 }
+    }
+
+    /// The same run with every initial parameter moved up by one ulp: the
+    /// smallest change an f32 run can see, to tell how far two trajectories
+    /// drift on their own.
+    fn nudged(mut self) -> GptRun {
+        for (name, var) in self.model.named_params() {
+            let nudged = self.tape.value(var).mapv(f32::next_up);
+            self.tape.set_value(var, nudged).unwrap_or_else(|e| panic!("{name} takes its own shape: {e}"));
+        }
+        self
+    }
+
+    /// The losses of `reference` and `other`, step by step, for `steps` steps.
+    fn curves(mut reference: GptRun, mut other: GptRun, steps: usize) -> Vec<(f64, f64)> {
+        (0..steps).map(|_| (f64::from(reference.step()), f64::from(other.step()))).collect()
     }
 
     /// One training step; its loss.
@@ -254,10 +272,14 @@ impl GptRun {
 /// 200 steps strays from W7's in f32 from the same start on the same
 /// batches: the largest (over all steps and from step 50 on), the mean and
 /// the final relative gap, in percent (both curves, as a table, to the file
-/// `W10_CURVES` names, when it is set).
-/// (The two runs start 1e-5 apart and drift apart as they memorise the 8
-/// batches, PyTorch's autocast run alike: a gap of a few percent late in
-/// the curve is the drift of two trajectories, not a bias.)
+/// `W10_CURVES` names, when it is set). Then the floor of those gaps: the
+/// same figures for two f32 runs whose initial parameters are one ulp
+/// apart.
+/// (The runs drift apart as they memorise the 8 batches, PyTorch's
+/// autocast run alike: a gap of a few percent late in the curve is the
+/// drift of two trajectories, not a bias. How far a one-ulp start drifts
+/// depends on the trajectory: `W10_SEED=n` runs another one; see
+/// benches/README.md.)
 fn w10(plan: Plan) {
     let mut run = GptRun::new(Precision::Bf16);
     let s = plan.median_s(3, 10, 200, 10, || {
@@ -266,19 +288,30 @@ fn w10(plan: Plan) {
     emit("w10_gpt_bf16_step_ms", s * 1e3, "ms");
     emit("w10_gpt_bf16_tokens_per_s", GptRun::TOKENS / s, "tok/s");
     let steps = if plan.full { 200 } else { 2 };
-    let (mut f32_run, mut bf16_run) = (GptRun::new(Precision::F32), GptRun::new(Precision::Bf16));
-    let curves: Vec<(f64, f64)> = (0..steps).map(|_| (f64::from(f32_run.step()), f64::from(bf16_run.step()))).collect();
+    let curves = GptRun::curves(GptRun::new(Precision::F32), GptRun::new(Precision::Bf16), steps);
     if let Some(path) = std::env::var_os("W10_CURVES") {
         let lines: String =
             curves.iter().enumerate().map(|(step, (f32_loss, bf16))| format!("{step}\t{f32_loss}\t{bf16}\n")).collect();
         std::fs::write(&path, format!("step\tf32\tbf16\n{lines}")).expect("W10_CURVES names a writable file");
     }
-    let gaps: Vec<f64> = curves.iter().map(|(reference, bf16)| (bf16 - reference).abs() / reference * 100.0).collect();
+    let gaps = gaps_pct(&curves);
     emit("w10_loss_gap_max_pct", gaps.iter().copied().fold(0.0, f64::max), "%");
-    let late = gaps.get(50..).unwrap_or(&gaps[steps - 1..]);
-    emit("w10_loss_gap_max_after_50_pct", late.iter().copied().fold(0.0, f64::max), "%");
+    emit("w10_loss_gap_max_after_50_pct", max_after_50(&gaps), "%");
     emit("w10_loss_gap_mean_pct", gaps.iter().sum::<f64>() / steps as f64, "%");
     emit("w10_loss_gap_final_pct", gaps[steps - 1], "%");
+    let drift = gaps_pct(&GptRun::curves(GptRun::new(Precision::F32), GptRun::new(Precision::F32).nudged(), steps));
+    emit("w10_f32_drift_max_after_50_pct", max_after_50(&drift), "%");
+    emit("w10_f32_drift_mean_pct", drift.iter().sum::<f64>() / steps as f64, "%");
+}
+
+/// Each step's relative gap between two loss curves, in percent of the first.
+fn gaps_pct(curves: &[(f64, f64)]) -> Vec<f64> {
+    curves.iter().map(|(reference, other)| (other - reference).abs() / reference * 100.0).collect()
+}
+
+/// The largest gap from step 50 on (the last, on a shorter run).
+fn max_after_50(gaps: &[f64]) -> f64 {
+    gaps.get(50..).unwrap_or(&gaps[gaps.len() - 1..]).iter().copied().fold(0.0, f64::max)
 }
 
 /// W8: x[32,16,32,32], w[32,16,3,3], b[32], stride 1, padding 1; loss =

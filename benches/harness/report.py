@@ -39,6 +39,8 @@ FIGURES = [
     ("w10", "w10_loss_gap_max_after_50_pct", "lower"),
     ("w10", "w10_loss_gap_mean_pct", "lower"),
     ("w10", "w10_loss_gap_final_pct", "lower"),
+    ("w10", "w10_f32_drift_max_after_50_pct", "lower"),
+    ("w10", "w10_f32_drift_mean_pct", "lower"),
 ]
 
 # grad's figures for the same workload written in a `grad!` block (where elementwise chains

@@ -2,8 +2,9 @@
 """PyTorch's side of W10's second half (../README.md): W7's GPT (gpt_bench_torch.py) with
 the forward and loss under torch.autocast("cpu", dtype=torch.bfloat16), its step time, and
 how far its loss curve over 200 steps strays from the float32 run from the same start on
-the same batches (the largest and the final relative gap, in percent): the figures of
-grad's `w10` in benches/figures.rs.
+the same batches (the largest and the final relative gap, in percent), and the floor of
+those gaps (two float32 runs one ulp apart at the start): the figures of grad's `w10` in
+benches/figures.rs.
 
 Usage: python w10_torch.py [steps=200]
 """
@@ -16,9 +17,15 @@ import torch
 from gpt_bench_torch import CFG, GPT, optimizer
 
 
-def trainer(c, bf16):
+def trainer(c, bf16, nudge=False):
+    """One training step at a time; with `nudge`, every initial parameter is moved up by
+    one ulp (the floor of the gaps: how far two float32 runs drift on their own)."""
     torch.manual_seed(c["seed"])
     model = GPT(c)
+    if nudge:
+        with torch.no_grad():
+            for p in model.parameters():
+                p.copy_(torch.nextafter(p, torch.full_like(p, float("inf"))))
     opt = optimizer(model)
     gen = torch.Generator().manual_seed(c["seed"] + 1)
     shape = (c["batch"], c["block"])
@@ -64,6 +71,13 @@ def figures(steps=200):
     print(f"w10_loss_gap_max_after_50_pct {max(gaps[50:] or gaps[-1:]):.6f} %", flush=True)
     print(f"w10_loss_gap_mean_pct {statistics.fmean(gaps):.6f} %", flush=True)
     print(f"w10_loss_gap_final_pct {gaps[-1]:.6f} %", flush=True)
+    reference, nudged = trainer(c, bf16=False), trainer(c, bf16=False, nudge=True)
+    drift = []
+    for _ in range(steps):
+        a, b = reference(), nudged()
+        drift.append(abs(b - a) / a * 100)
+    print(f"w10_f32_drift_max_after_50_pct {max(drift[50:] or drift[-1:]):.6f} %", flush=True)
+    print(f"w10_f32_drift_mean_pct {statistics.fmean(drift):.6f} %", flush=True)
 
 
 def main():
