@@ -47,6 +47,15 @@ def trainer(c, bf16, nudge=False):
     return step
 
 
+def gaps_pct(reference, other, steps):
+    """Each step's relative gap between two runs' losses, in percent of the first's."""
+    gaps = []
+    for _ in range(steps):
+        a, b = reference(), other()
+        gaps.append(abs(b - a) / a * 100)
+    return gaps
+
+
 def figures(steps=200):
     """Prints W10's figures for W7 (`name value unit` lines)."""
     c = dict(CFG)
@@ -62,20 +71,12 @@ def figures(steps=200):
     med = statistics.median(times)
     print(f"w10_gpt_bf16_step_ms {med * 1e3:.3f} ms", flush=True)
     print(f"w10_gpt_bf16_tokens_per_s {c['batch'] * c['block'] / med:.1f} tok/s", flush=True)
-    reference, bf16 = trainer(c, bf16=False), trainer(c, bf16=True)
-    gaps = []
-    for _ in range(steps):
-        a, b = reference(), bf16()
-        gaps.append(abs(b - a) / a * 100)
+    gaps = gaps_pct(trainer(c, bf16=False), trainer(c, bf16=True), steps)
     print(f"w10_loss_gap_max_pct {max(gaps):.6f} %", flush=True)
     print(f"w10_loss_gap_max_after_50_pct {max(gaps[50:] or gaps[-1:]):.6f} %", flush=True)
     print(f"w10_loss_gap_mean_pct {statistics.fmean(gaps):.6f} %", flush=True)
     print(f"w10_loss_gap_final_pct {gaps[-1]:.6f} %", flush=True)
-    reference, nudged = trainer(c, bf16=False), trainer(c, bf16=False, nudge=True)
-    drift = []
-    for _ in range(steps):
-        a, b = reference(), nudged()
-        drift.append(abs(b - a) / a * 100)
+    drift = gaps_pct(trainer(c, bf16=False), trainer(c, bf16=False, nudge=True), steps)
     print(f"w10_f32_drift_max_after_50_pct {max(drift[50:] or drift[-1:]):.6f} %", flush=True)
     print(f"w10_f32_drift_mean_pct {statistics.fmean(drift):.6f} %", flush=True)
 
