@@ -297,16 +297,21 @@ fn w10(plan: Plan) {
     let gaps = gaps_pct(&curves);
     emit("w10_loss_gap_max_pct", gaps.iter().copied().fold(0.0, f64::max), "%");
     emit("w10_loss_gap_max_after_50_pct", max_after_50(&gaps), "%");
-    emit("w10_loss_gap_mean_pct", gaps.iter().sum::<f64>() / steps as f64, "%");
+    emit("w10_loss_gap_mean_pct", mean(&gaps), "%");
     emit("w10_loss_gap_final_pct", gaps[steps - 1], "%");
     let drift = gaps_pct(&GptRun::curves(GptRun::new(Precision::F32), GptRun::new(Precision::F32).nudged(), steps));
     emit("w10_f32_drift_max_after_50_pct", max_after_50(&drift), "%");
-    emit("w10_f32_drift_mean_pct", drift.iter().sum::<f64>() / steps as f64, "%");
+    emit("w10_f32_drift_mean_pct", mean(&drift), "%");
 }
 
 /// Each step's relative gap between two loss curves, in percent of the first.
 fn gaps_pct(curves: &[(f64, f64)]) -> Vec<f64> {
     curves.iter().map(|(reference, other)| (other - reference).abs() / reference * 100.0).collect()
+}
+
+/// The mean gap over every step.
+fn mean(gaps: &[f64]) -> f64 {
+    gaps.iter().sum::<f64>() / gaps.len() as f64
 }
 
 /// The largest gap from step 50 on (the last, on a shorter run).
