@@ -150,7 +150,7 @@ pub(crate) fn conv2d_backward<T: Float>(
     let (vx, vw) = (sink.value(x), sink.value(w));
     let geo = Geometry::new(vx.shape(), vw.shape(), spec);
     let chunks = ImageChunks::new(&geo);
-    let packing_len = gemm::scratch_len_in::<T>(geo.precision, geo.og, geo.l, geo.k).max(gemm::scratch_len_in::<T>(
+    let packing_len = gemm::scratch_len_in::<T>(geo.precision, geo.k, geo.l, geo.og).max(gemm::scratch_len_in::<T>(
         geo.precision,
         geo.k,
         geo.og,
@@ -164,6 +164,10 @@ pub(crate) fn conv2d_backward<T: Float>(
     };
     // To w: g_block @ colsᵀ summed over the images, each chunk of images
     // into its own partial sum, the partials then added in chunk order.
+    // Each group's partial is the transpose, cols @ g_blockᵀ (`[k, og]`):
+    // the same terms in the same order (a product's operands commute
+    // exactly), but `k` rows of tiles rather than `og`, which for the
+    // usual few output channels fill the tiles' rows with less padding.
     let mut partials = sink.scratch(if sink.wants(w) { chunks.count * geo.o * geo.k } else { 0 });
     sink.contribute_zeroed(w, |gw| {
         if gw.is_empty() {
@@ -175,14 +179,19 @@ pub(crate) fn conv2d_backward<T: Float>(
             for n in images {
                 for group in 0..geo.groups {
                     im2col(&geo, &vx.data[geo.image_group(n, group)..], cols);
-                    let block = &mut partial[group * geo.og * geo.k..(group + 1) * geo.og * geo.k];
-                    let cols_t = MatRef::row_major(cols, geo.k, geo.l).t();
-                    T::gemm(geo.precision, g_block(n, group), cols_t, block, true, &mut packing[..packing_len]);
+                    let block_t = &mut partial[group * geo.og * geo.k..(group + 1) * geo.og * geo.k];
+                    let cols = MatRef::row_major(cols, geo.k, geo.l);
+                    T::gemm(geo.precision, cols, g_block(n, group).t(), block_t, true, &mut packing[..packing_len]);
                 }
             }
         });
         for partial in partials.chunks_exact(geo.o * geo.k).take(chunks.used) {
-            gw.iter_mut().zip(partial).for_each(|(sum, &v)| *sum += v);
+            for (gw, block_t) in gw.chunks_exact_mut(geo.og * geo.k).zip(partial.chunks_exact(geo.og * geo.k)) {
+                for (o, gw) in gw.chunks_exact_mut(geo.k).enumerate() {
+                    let column = block_t[o..].iter().step_by(geo.og);
+                    gw.iter_mut().zip(column).for_each(|(sum, &v)| *sum += v);
+                }
+            }
         }
     });
     sink.recycle(partials);
