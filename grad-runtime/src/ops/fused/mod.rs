@@ -334,7 +334,7 @@ fn backward_in<T: Float, const C: usize>(
         root,
         params,
         needed: plan.needed,
-        live: tile::live_steps(plan.steps, root, wanted),
+        live: if wanted == (1 << n) - 1 { plan.live_all } else { tile::live_steps(plan.steps, root, wanted) },
         wanted,
     };
     let fold = plan::fold(plan.steps);

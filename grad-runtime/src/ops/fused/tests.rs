@@ -166,3 +166,21 @@ fn a_fused_node_is_no_larger_than_the_largest_op() {
     // What the tape's comments on moving nodes say (`tape/append.rs`).
     assert_eq!(std::mem::size_of::<crate::tape::Node<f32>>(), 144);
 }
+
+#[test]
+fn the_plans_live_steps_are_those_of_every_leaf_wanted() {
+    // `x * 2 + 2 * 3`: its middle step reads scalars alone.
+    static SCALAR_STEP: Plan = Plan::new(
+        "fused x * 2 + 2 * 3",
+        &[mul(leaf(0), param(0)), mul(param(0), param(1)), add(step(0), step(1))],
+        &[here(), here(), here()],
+        1,
+        2,
+    );
+    for plan in [&CHAIN, &SUM_SIGMOID_X, &ADD_MUL, &SCALAR_STEP] {
+        let live = super::tile::live_steps(plan.steps, plan.root(), (1 << plan.leaves) - 1);
+        assert_eq!(plan.live_all, live, "{}", plan.name);
+    }
+    let live = SCALAR_STEP.live_all;
+    assert_eq!([live.has(0), live.has(1), live.has(2)], [true, false, true]);
+}
