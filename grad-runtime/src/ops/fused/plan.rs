@@ -46,7 +46,7 @@ impl Plan {
     ) -> Plan {
         let well_formed = well_formed(steps, leaves, params) && sites.len() == steps.len();
         let needed = if well_formed { needed(steps) } else { Bits::ALL };
-        let live_all = if well_formed { live_all(steps) } else { Bits::ALL };
+        let live_all = if well_formed { super::tile::live_steps(steps, root(steps), u32::MAX) } else { Bits::ALL };
         Plan { name, steps, sites, leaves, params, well_formed, needed, live_all }
     }
 
@@ -176,27 +176,6 @@ const fn needed(steps: &[Step]) -> Bits {
         }
     }
     bits
-}
-
-/// The steps up to the root reading, directly or through other steps,
-/// any leaf: `tile::live_steps` with every leaf wanted.
-const fn live_all(steps: &[Step]) -> Bits {
-    const fn reaches(src: Option<Src>, live: &Bits) -> bool {
-        match src {
-            Some(Src::Leaf(i)) => i < 32,
-            Some(Src::Step(j)) => live.has(j),
-            _ => false,
-        }
-    }
-    let mut live = Bits::NONE;
-    let mut k = 0;
-    while k <= root(steps) {
-        if reaches(Some(steps[k].a), &live) || reaches(steps[k].b, &live) {
-            live.set(k);
-        }
-        k += 1;
-    }
-    live
 }
 
 /// Where an operand of a step comes from.

@@ -106,18 +106,24 @@ impl<T> Program<'_, T> {
 }
 
 /// The steps a wanted gradient flows through: those reading, directly or
-/// through other steps, a leaf whose gradient is wanted.
-pub(crate) fn live_steps(steps: &[Step], root: usize, wanted: u32) -> Bits {
-    let mut live = Bits::NONE;
-    for (k, step) in steps[..=root].iter().enumerate() {
-        let reaches = |src: Option<Src>| match src {
+/// through other steps, a leaf whose gradient is wanted. A const fn, so
+/// that a plan works out its usual case (every leaf wanted) when it is
+/// built ([`Plan::new`](super::Plan::new)).
+pub(crate) const fn live_steps(steps: &[Step], root: usize, wanted: u32) -> Bits {
+    const fn reaches(src: Option<Src>, live: &Bits, wanted: u32) -> bool {
+        match src {
             Some(Src::Leaf(i)) => i < 32 && wanted & (1 << i) != 0,
             Some(Src::Step(j)) => live.has(j),
             _ => false,
-        };
-        if reaches(Some(step.a)) || reaches(step.b) {
+        }
+    }
+    let mut live = Bits::NONE;
+    let mut k = 0;
+    while k <= root {
+        if reaches(Some(steps[k].a), &live, wanted) || reaches(steps[k].b, &live, wanted) {
             live.set(k);
         }
+        k += 1;
     }
     live
 }
