@@ -262,6 +262,29 @@ fn a_tensor_input_with_an_impossible_shape_is_refused() {
     too_large(tape.error().unwrap(), "Tape::param", &[usize::MAX, 2]);
 }
 
+/// A padding of 2^31 on each side of a 2 × 2 image with a stride of 2^31:
+/// three windows a dim, the middle one on the image. The padded planes
+/// (2^64 elements) are never made; the forward unfolds the nine columns
+/// instead, and the values and gradients are exact.
+#[test]
+fn a_conv_with_a_huge_padding_and_stride_reads_its_few_windows() {
+    within(LIMIT, "the huge padding", || {
+        let (pad, stride) = (1 << 31, 1 << 31);
+        let mut tape = Tape::<f32>::new();
+        let x = tape.param(ArrayD::from_shape_vec(IxDyn(&[1, 1, 2, 2]), vec![1.0, 2.0, 3.0, 4.0]).unwrap());
+        let w = tape.param(ArrayD::from_elem(IxDyn(&[1, 1, 1, 1]), 5.0));
+        let y = g_conv2d(&mut tape, x, w, None, [stride, stride], [pad, pad], [1, 1], 1);
+        assert!(tape.is_ok(), "{:?}", tape.error());
+        let expected = [0.0, 0.0, 0.0, 0.0, 5.0, 0.0, 0.0, 0.0, 0.0];
+        assert_eq!(tape.value(y).shape(), &[1, 1, 3, 3]);
+        assert_eq!(tape.value(y).as_slice().unwrap(), &expected);
+        let loss = g_sum(&mut tape, y);
+        tape.backward(loss).expect("the convolution has gradients");
+        assert_eq!(tape.grad(x).as_slice().unwrap(), &[5.0, 0.0, 0.0, 0.0]);
+        assert_eq!(tape.grad(w).as_slice().unwrap(), &[1.0]);
+    });
+}
+
 /// An empty batch of huge images: the output holds no element, so neither
 /// the forward nor the backward sizes the columns its empty dims imply
 /// (2^60 here, more bytes than a buffer can hold).

@@ -111,6 +111,7 @@ mod sealed {
     use crate::gemm::{self, MatRef, Precision};
     #[cfg(feature = "onnx")]
     use crate::onnx::Export;
+    use crate::ops::conv::Windows;
     use crate::ops::fused::{self, Fused, Plan};
     use crate::ops::sink::GradSink;
     use crate::tensor::{Tensor, TensorRef};
@@ -163,6 +164,17 @@ mod sealed {
             b: MatRef<'_, Self>,
             c: &mut [Self],
             accumulate: bool,
+            scratch: &mut [Self],
+        ) where
+            Self: super::Float;
+        /// A convolution's forward product `c = a @ cols`, its columns
+        /// packed straight from the image (`ops/conv.rs`), in `precision`
+        /// as [`Sealed::gemm`].
+        fn gemm_windows(
+            precision: Precision,
+            a: MatRef<'_, Self>,
+            windows: &Windows<'_, Self>,
+            c: &mut [Self],
             scratch: &mut [Self],
         ) where
             Self: super::Float;
@@ -237,6 +249,16 @@ mod sealed {
                 scratch: &mut [$t],
             ) {
                 gemm::gemm_in(precision, a, b, c, accumulate, scratch)
+            }
+            #[inline(never)]
+            fn gemm_windows(
+                precision: Precision,
+                a: MatRef<'_, $t>,
+                windows: &Windows<'_, $t>,
+                c: &mut [$t],
+                scratch: &mut [$t],
+            ) {
+                gemm::gemm_windows(precision, a, windows, c, scratch)
             }
             #[cfg(feature = "onnx")]
             #[inline(never)]

@@ -45,7 +45,7 @@
 //! threads and the store into `c` are those of the `f32` product, so the
 //! result is the same whatever the thread count, as there.
 
-use super::{KC, MatRef, Micro, blocked, packed_len, trivial};
+use super::{KC, MatRef, Micro, Panels, blocked, packed_len, trivial};
 use crate::simd::{self, Level};
 
 /// Which micro-kernel computes the products.
@@ -91,6 +91,18 @@ pub(crate) fn gemm(a: MatRef<'_, f32>, b: MatRef<'_, f32>, c: &mut [f32], accumu
     gemm_on(path(), a, b, c, accumulate, scratch);
 }
 
+/// [`gemm`] of operands that pack themselves (`b` given as its transpose
+/// `bt`), as [`super::gemm_panels`].
+pub(crate) fn gemm_panels(
+    a: &impl Panels<f32>,
+    bt: &impl Panels<f32>,
+    c: &mut [f32],
+    accumulate: bool,
+    scratch: &mut [f32],
+) {
+    gemm_panels_on(path(), a, bt, c, accumulate, scratch);
+}
+
 /// [`gemm`] on `path` (scratch of [`scratch_len_on`]); [`Path::Dot`]
 /// panics on a CPU without AVX512-BF16.
 pub(crate) fn gemm_on(
@@ -101,14 +113,26 @@ pub(crate) fn gemm_on(
     accumulate: bool,
     scratch: &mut [f32],
 ) {
-    if trivial(a.rows, a.cols, b.cols, c, accumulate) {
+    gemm_panels_on(path, &a, &b.t(), c, accumulate, scratch);
+}
+
+/// [`gemm_panels`] on `path`.
+fn gemm_panels_on(
+    path: Path,
+    a: &impl Panels<f32>,
+    bt: &impl Panels<f32>,
+    c: &mut [f32],
+    accumulate: bool,
+    scratch: &mut [f32],
+) {
+    if trivial(a.rows(), a.cols(), bt.rows(), c, accumulate) {
         return;
     }
     match tile(path, simd::level()) {
-        (12, 32) => blocked::<f32, Dot, 12, 32>(a, b, c, accumulate, scratch),
-        (6, 32) => blocked::<f32, Emulated, 6, 32>(a, b, c, accumulate, scratch),
-        (4, 16) => blocked::<f32, Emulated, 4, 16>(a, b, c, accumulate, scratch),
-        _ => blocked::<f32, Emulated, 4, 8>(a, b, c, accumulate, scratch),
+        (12, 32) => blocked::<f32, Dot, 12, 32>(a, bt, c, accumulate, scratch),
+        (6, 32) => blocked::<f32, Emulated, 6, 32>(a, bt, c, accumulate, scratch),
+        (4, 16) => blocked::<f32, Emulated, 4, 16>(a, bt, c, accumulate, scratch),
+        _ => blocked::<f32, Emulated, 4, 8>(a, bt, c, accumulate, scratch),
     }
 }
 
@@ -230,6 +254,8 @@ fn each_panel<const R: usize>(
 pub(crate) struct Dot;
 
 impl Micro<f32> for Dot {
+    const PLAIN: bool = false;
+
     fn depth(kc: usize) -> usize {
         kc.div_ceil(2)
     }
@@ -271,6 +297,8 @@ impl Micro<f32> for Dot {
 pub(crate) struct Emulated;
 
 impl Micro<f32> for Emulated {
+    const PLAIN: bool = false;
+
     fn depth(kc: usize) -> usize {
         kc.div_ceil(2)
     }

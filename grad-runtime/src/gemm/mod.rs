@@ -30,6 +30,7 @@ mod pack;
 
 use rayon::prelude::*;
 
+use crate::ops::conv::Windows;
 use crate::simd::{self, Level};
 use crate::{Float, pair, parallel};
 
@@ -99,6 +100,39 @@ impl<'a, T> MatRef<'a, T> {
     }
 }
 
+/// What the blocked product packs into panels: `a`, and `b` through its
+/// transpose (the panels of `b`'s columns are those of `bᵀ`'s rows). A
+/// matrix in a buffer, or a matrix never written out whole, whose panels
+/// are written from where its elements come from (a convolution's columns,
+/// from the image: `ops/conv.rs`).
+pub(crate) trait Panels<T: Float>: Sync {
+    /// Rows of the matrix.
+    fn rows(&self) -> usize;
+
+    /// Columns of the matrix.
+    fn cols(&self) -> usize;
+
+    /// Packs panels `first_panel..` of `R` rows (as many as fit in
+    /// `packed`, `R * K::depth(kc)` elements each), columns `pc..pc + kc`,
+    /// in the layout of `K`'s packing, padded with zeros to whole panels.
+    fn pack<K: Micro<T>, const R: usize>(&self, pc: usize, kc: usize, first_panel: usize, packed: &mut [T]);
+}
+
+impl<T: Float> Panels<T> for MatRef<'_, T> {
+    fn rows(&self) -> usize {
+        self.rows
+    }
+
+    fn cols(&self) -> usize {
+        self.cols
+    }
+
+    #[inline]
+    fn pack<K: Micro<T>, const R: usize>(&self, pc: usize, kc: usize, first_panel: usize, packed: &mut [T]) {
+        K::pack::<R>(*self, pc, kc, first_panel, packed);
+    }
+}
+
 /// The tile of `c` the micro-kernel keeps in registers on this CPU, for
 /// elements of `bytes` bytes: `(MR, NR)`.
 fn tile(level: Level, bytes: usize) -> (usize, usize) {
@@ -157,9 +191,33 @@ pub(crate) fn gemm_in<T: Float>(
     gemm(a, b, c, accumulate, scratch)
 }
 
+/// A convolution's forward product `c = a @ cols` in `precision`, its
+/// columns packed straight from the image ([`Windows`], read as `colsᵀ`):
+/// as [`gemm_in`] otherwise.
+pub(crate) fn gemm_windows<T: Float>(
+    precision: Precision,
+    a: MatRef<'_, T>,
+    windows: &Windows<'_, T>,
+    c: &mut [T],
+    scratch: &mut [T],
+) {
+    if precision == Precision::Bf16
+        && let (Some(a32), Some(x32)) = (T::f32_slice(a.data), T::f32_slice(windows.input()))
+        && let (Some(c32), Some(scratch32)) = (T::f32_slice_mut(c), T::f32_slice_mut(scratch))
+    {
+        let a32 = MatRef { data: a32, rows: a.rows, cols: a.cols, row_stride: a.row_stride, col_stride: a.col_stride };
+        return bf16::gemm_panels(&a32, &windows.over(x32), c32, false, scratch32);
+    }
+    gemm_panels(&a, windows, c, false, scratch)
+}
+
 /// A micro-kernel and the packing it reads: the part of a blocked product
 /// that depends on how its terms are computed.
 pub(crate) trait Micro<T: Float> {
+    /// True when a packed panel of `R` rows holds, for each depth `p`, the
+    /// `R` values of column `p` as they are (no conversion, no pairing).
+    const PLAIN: bool;
+
     /// The elements a packed panel holds per row (of `a`) or column (of
     /// `b`) for a block of depth `kc`.
     fn depth(kc: usize) -> usize;
@@ -174,9 +232,11 @@ pub(crate) trait Micro<T: Float> {
 }
 
 /// The product in `T` itself: one fused multiply-add per term.
-struct Fma;
+pub(crate) struct Fma;
 
 impl<T: Float> Micro<T> for Fma {
+    const PLAIN: bool = true;
+
     fn depth(kc: usize) -> usize {
         kc
     }
@@ -195,18 +255,30 @@ impl<T: Float> Micro<T> for Fma {
 /// `c = a @ b`, or `c += a @ b` when `accumulate`; `c` is row-major
 /// `a.rows × b.cols`, `scratch` at least [`scratch_len`] elements.
 pub(crate) fn gemm<T: Float>(a: MatRef<'_, T>, b: MatRef<'_, T>, c: &mut [T], accumulate: bool, scratch: &mut [T]) {
-    debug_assert_eq!(b.rows, a.cols);
-    if trivial(a.rows, a.cols, b.cols, c, accumulate) {
+    gemm_panels(&a, &b.t(), c, accumulate, scratch);
+}
+
+/// [`gemm`] of operands that pack themselves: `c = a @ b` (or `+=`) with
+/// `b` given as its transpose `bt`; `scratch` at least [`scratch_len`].
+pub(crate) fn gemm_panels<T: Float>(
+    a: &impl Panels<T>,
+    bt: &impl Panels<T>,
+    c: &mut [T],
+    accumulate: bool,
+    scratch: &mut [T],
+) {
+    debug_assert_eq!(bt.cols(), a.cols());
+    if trivial(a.rows(), a.cols(), bt.rows(), c, accumulate) {
         return;
     }
     let (mr, nr) = tile(simd::level(), std::mem::size_of::<T>());
     match (mr, nr) {
-        (12, 32) => blocked::<T, Fma, 12, 32>(a, b, c, accumulate, scratch),
-        (12, 16) => blocked::<T, Fma, 12, 16>(a, b, c, accumulate, scratch),
-        (6, 16) => blocked::<T, Fma, 6, 16>(a, b, c, accumulate, scratch),
-        (6, 8) => blocked::<T, Fma, 6, 8>(a, b, c, accumulate, scratch),
-        (4, 8) => blocked::<T, Fma, 4, 8>(a, b, c, accumulate, scratch),
-        _ => blocked::<T, Fma, 4, 4>(a, b, c, accumulate, scratch),
+        (12, 32) => blocked::<T, Fma, 12, 32>(a, bt, c, accumulate, scratch),
+        (12, 16) => blocked::<T, Fma, 12, 16>(a, bt, c, accumulate, scratch),
+        (6, 16) => blocked::<T, Fma, 6, 16>(a, bt, c, accumulate, scratch),
+        (6, 8) => blocked::<T, Fma, 6, 8>(a, bt, c, accumulate, scratch),
+        (4, 8) => blocked::<T, Fma, 4, 8>(a, bt, c, accumulate, scratch),
+        _ => blocked::<T, Fma, 4, 4>(a, bt, c, accumulate, scratch),
     }
 }
 
@@ -235,16 +307,16 @@ enum Split {
     Alone,
 }
 
-/// The blocked product with the `MR × NR` micro-kernel of `K`; `m`, `n`
-/// and `k` are not zero.
+/// The blocked product `a @ b` (`b` given as `bt`, its transpose) with
+/// the `MR × NR` micro-kernel of `K`; `m`, `n` and `k` are not zero.
 fn blocked<T: Float, K: Micro<T>, const MR: usize, const NR: usize>(
-    a: MatRef<'_, T>,
-    b: MatRef<'_, T>,
+    a: &impl Panels<T>,
+    bt: &impl Panels<T>,
     c: &mut [T],
     accumulate: bool,
     scratch: &mut [T],
 ) {
-    let (m, k, n) = (a.rows, a.cols, b.cols);
+    let (m, k, n) = (a.rows(), a.cols(), bt.rows());
     let threads = parallel::num_threads();
     let flops = m.saturating_mul(n).saturating_mul(k);
     let split = if flops >= MIN_PARALLEL_FLOPS && m > MR && threads > 1 {
@@ -259,20 +331,20 @@ fn blocked<T: Float, K: Micro<T>, const MR: usize, const NR: usize>(
     // share those out among themselves, and a caller outside the pool
     // (which waits on a lock while they work) is woken once.
     let pooled = matches!(split, Split::Pool(_));
-    parallel::run(pooled, || blocks::<T, K, MR, NR>(a, b, c, accumulate, scratch, split));
+    parallel::run(pooled, || blocks::<T, K, MR, NR>(a, bt, c, accumulate, scratch, split));
 }
 
 /// [`blocked`]'s blocks of `n` and `k`, their rows shared out as `split`
 /// says (on the pool's threads, for [`Split::Pool`]).
 fn blocks<T: Float, K: Micro<T>, const MR: usize, const NR: usize>(
-    a: MatRef<'_, T>,
-    b: MatRef<'_, T>,
+    a: &impl Panels<T>,
+    bt: &impl Panels<T>,
     c: &mut [T],
     accumulate: bool,
     scratch: &mut [T],
     split: Split,
 ) {
-    let (m, k, n) = (a.rows, a.cols, b.cols);
+    let (m, k, n) = (a.rows(), a.cols(), bt.rows());
     let m_padded = m.div_ceil(MR) * MR;
     for jc in (0..n).step_by(NC) {
         let nc = NC.min(n - jc);
@@ -283,7 +355,7 @@ fn blocks<T: Float, K: Micro<T>, const MR: usize, const NR: usize>(
             let (packed_a, rest) = scratch.split_at_mut(m_padded * depth);
             let packed_b = &mut rest[..nc_padded * depth];
             let parallel_pack = matches!(split, Split::Pool(_)) && nc * kc >= MIN_PARALLEL_PACK;
-            pack::b_panels::<T, K, NR>(b, pc, kc, jc, nc, packed_b, parallel_pack);
+            pack::b_panels::<T, K, NR>(bt, pc, kc, jc, packed_b, parallel_pack);
             // The first block of k writes `c` unless accumulating; later ones add.
             let add = accumulate || pc > 0;
             let packed_b = &*packed_b;
@@ -292,7 +364,7 @@ fn blocks<T: Float, K: Micro<T>, const MR: usize, const NR: usize>(
                 let panels = c_rows.len().div_ceil(n * MR);
                 let packed_a = &mut packed_a[..panels * MR * depth];
                 let mut tile = [[T::zero(); NR]; MR];
-                K::pack::<MR>(a, pc, kc, first_panel, packed_a);
+                a.pack::<K, MR>(pc, kc, first_panel, packed_a);
                 for (ir, a_panel) in packed_a.chunks_exact(MR * depth).enumerate() {
                     let i0 = (first_panel + ir) * MR;
                     let rows_here = MR.min(m - i0);

@@ -4,7 +4,7 @@
 
 use rayon::prelude::*;
 
-use super::{MatRef, Micro};
+use super::{MatRef, Micro, Panels};
 use crate::Float;
 
 /// Packs panels `first_panel..` of `R` rows of `x` (as many as fit in
@@ -61,33 +61,28 @@ pub(super) fn panels<T: Float, const R: usize>(
     }
 }
 
-/// Packs rows `pc..pc + kc`, columns `jc..jc + nc` of `b` into panels of
-/// `NR` columns: panel `c` holds, for each depth `p`, `b[pc + p, jc + c·NR + j]`
-/// for `j < NR` (in the layout of `K`'s packing). These are the panels of
-/// `NR` rows of `bᵀ` from row `jc`. When `parallel`, the caller runs on
-/// grad's pool (`parallel::run`), whose threads share the panels.
+/// Packs rows `pc..pc + kc`, columns `jc..` of `b` (given as its
+/// transpose `bt`) into panels of `NR` columns, as many as fit in `packed`:
+/// panel `c` holds, for each depth `p`, `b[pc + p, jc + c·NR + j]` for `j <
+/// NR` (in the layout of `K`'s packing). These are the panels of `NR` rows
+/// of `bᵀ` from row `jc`, a multiple of `NR`. When `parallel`, the caller
+/// runs on grad's pool (`parallel::run`), whose threads share the panels.
 pub(super) fn b_panels<T: Float, K: Micro<T>, const NR: usize>(
-    b: MatRef<'_, T>,
+    bt: &impl Panels<T>,
     pc: usize,
     kc: usize,
     jc: usize,
-    nc: usize,
     packed: &mut [T],
     parallel: bool,
 ) {
-    let block_t = MatRef {
-        data: &b.data[jc * b.col_stride..],
-        rows: nc,
-        cols: b.rows,
-        row_stride: b.col_stride,
-        col_stride: b.row_stride,
-    };
+    debug_assert_eq!(jc % NR, 0);
+    let first = jc / NR;
     if parallel {
         packed
             .par_chunks_mut(NR * K::depth(kc))
             .enumerate()
-            .for_each(|(panel, out)| K::pack::<NR>(block_t, pc, kc, panel, out));
+            .for_each(|(panel, out)| bt.pack::<K, NR>(pc, kc, first + panel, out));
     } else {
-        K::pack::<NR>(block_t, pc, kc, 0, packed);
+        bt.pack::<K, NR>(pc, kc, first, packed);
     }
 }

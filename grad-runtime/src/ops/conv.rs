@@ -1,8 +1,10 @@
 //! 2-D convolution on NCHW inputs and OIHW weights, PyTorch's layout and
-//! output-size formula, through the GEMM of `matmul.rs`: each image (and
-//! group) is unfolded into a pooled column buffer (im2col), multiplied by
-//! the weight matrix, and the backward folds the columns' gradient back
-//! (col2im). The geometry helpers here also serve `pool.rs`.
+//! output-size formula, through the GEMM of `gemm/`: the forward multiplies
+//! the weight matrix by each image's (and group's) columns, which the
+//! product packs straight from the padded image ([`Windows`]); the backward
+//! unfolds the columns into a pooled buffer (im2col) for the weights'
+//! gradient and folds the columns' gradient back onto the image (col2im).
+//! The geometry helpers here also serve `pool.rs`.
 
 use std::ops::Range;
 use std::panic::Location;
@@ -17,7 +19,7 @@ use crate::ops::reduce::sum_slice;
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
 use crate::tensor::TensorRef;
-use crate::{Float, Tape, Var, parallel};
+use crate::{Float, Tape, Var, parallel, simd};
 
 /// What a conv node keeps beyond its inputs: stride, padding and dilation
 /// (rows, columns) and the group count, as `u32` so that the node stays
@@ -106,19 +108,29 @@ pub fn g_conv2d<T: Float>(
     let g = &geometry;
     let chunks = ImageChunks::new(g);
     let packing_len = gemm::scratch_len_in::<T>(g.precision, g.og, g.k, g.l);
-    // An empty output needs no columns, however many its empty dims imply.
-    let scratch_len = if out.data.is_empty() { 0 } else { chunks.scratch_len(g.k * g.l + packing_len) };
+    // The columns are packed straight from the padded planes, never
+    // written out whole (`Windows`), unless the planes are the larger.
+    let padded_len = g.padded_len();
+    let buffer_len = padded_len.unwrap_or(g.k * g.l);
+    // An empty output needs no scratch, however many its empty dims imply.
+    let scratch_len = if out.data.is_empty() { 0 } else { chunks.scratch_len(buffer_len + packing_len) };
     let mut scratch = tp.scratch(scratch_len);
     let (vx, vw) = (&tp.value_of(x).data, &tp.value_of(w).data);
     chunks.each(&mut out.data, chunks.images * g.o * g.l, &mut scratch, |images, out, scratch| {
-        let (cols, packing) = scratch.split_at_mut(g.k * g.l);
+        let (buffer, packing) = scratch.split_at_mut(buffer_len);
+        let packing = &mut packing[..packing_len];
         for (n, out) in images.zip(out.chunks_exact_mut(g.o * g.l)) {
             for group in 0..g.groups {
-                im2col(g, &vx[g.image_group(n, group)..], cols);
+                let x = &vx[g.image_group(n, group)..];
                 let weights = MatRef::row_major(&vw[group * g.og * g.k..(group + 1) * g.og * g.k], g.og, g.k);
                 let c = &mut out[group * g.og * g.l..(group + 1) * g.og * g.l];
-                let cols = MatRef::row_major(cols, g.k, g.l);
-                T::gemm(g.precision, weights, cols, c, false, &mut packing[..packing_len]);
+                if padded_len.is_some() {
+                    pad_planes(g, x, buffer);
+                    T::gemm_windows(g.precision, weights, &Windows { g, x: buffer }, c, packing);
+                } else {
+                    im2col(g, x, buffer);
+                    T::gemm(g.precision, weights, MatRef::row_major(buffer, g.k, g.l), c, false, packing);
+                }
             }
         }
     });
@@ -289,6 +301,22 @@ impl Geometry {
         }
     }
 
+    /// A plane's rows and columns with the padding on both sides.
+    fn padded(&self) -> [usize; 2] {
+        [self.h + 2 * self.padding[0], self.w + 2 * self.padding[1]]
+    }
+
+    /// The elements of one group's padded planes ([`pad_planes`]), when
+    /// there are no more of them than of its columns, as for any usual
+    /// convolution; `None` when the padding outgrows what the windows read
+    /// (a large padding with a large stride), and the columns are unfolded
+    /// instead.
+    fn padded_len(&self) -> Option<usize> {
+        let [hp, wp] = [0, 1].map(|i| [self.h, self.w][i].checked_add(self.padding[i].checked_mul(2)?));
+        let len = self.cg.checked_mul(hp?)?.checked_mul(wp?)?;
+        (len <= self.k.saturating_mul(self.l)).then_some(len)
+    }
+
     fn out_shape(&self) -> [usize; 4] {
         [self.n, self.o, self.out[0], self.out[1]]
     }
@@ -450,6 +478,146 @@ fn first_source(windows: &Range<usize>, t: usize, stride: usize, padding: usize,
     windows.start * stride + t * dilation - padding
 }
 
+/// One image's group of channels seen as the transpose of its columns,
+/// `[OH · OW, cg · kh · kw]`: a row per output position (its window), a
+/// column per tap. The forward's product `w @ cols` reads it as `bᵀ`, and
+/// packs its panels straight from the image: no columns written out and
+/// read back, one pass fewer over `k · l` elements per image. `x` is the
+/// group's planes with their padding written in ([`pad_planes`]), so that
+/// each tap of a row of windows is one run of the image.
+pub(crate) struct Windows<'a, T> {
+    g: &'a Geometry,
+    x: &'a [T],
+}
+
+impl<'a, T: Float> Windows<'a, T> {
+    /// The same windows over `x` reinterpreted (its `f32` view, for the
+    /// bf16 products).
+    pub(crate) fn over<U>(&self, x: &'a [U]) -> Windows<'a, U> {
+        Windows { g: self.g, x }
+    }
+
+    /// The padded planes.
+    pub(crate) fn input(&self) -> &'a [T] {
+        self.x
+    }
+
+    /// Taps `pc..pc + kc` of output positions `l0..l0 + count`: tap
+    /// `pc + p` at `dst[p * tap_stride..][..count]`.
+    fn write(&self, pc: usize, kc: usize, l0: usize, count: usize, dst: &mut [T], tap_stride: usize) {
+        write_taps(self.g, self.x, pc, kc, l0, count, dst, tap_stride);
+    }
+}
+
+simd::multiversion! {
+    /// [`Windows::write`] of the padded planes `x`, compiled for each
+    /// vector width (its runs are moved in the CPU's widest registers).
+    #[allow(clippy::too_many_arguments)]
+    fn write_taps[T: Float][T](
+        g: &Geometry,
+        x: &[T],
+        pc: usize,
+        kc: usize,
+        l0: usize,
+        count: usize,
+        dst: &mut [T],
+        tap_stride: usize,
+    ) {
+        let [kh, kw] = g.kernel;
+        let [hp, wp] = g.padded();
+        let ow = g.out[1];
+        let (row0, col0) = (l0 / ow, l0 % ow);
+        let (mut c, mut ki, mut kj) = (pc / (kh * kw), pc % (kh * kw) / kw, pc % kw);
+        for p in 0..kc {
+            // Window (row, col) reads this tap at `base + row·s0·wp + col·s1`.
+            let base = (c * hp + ki * g.dilation[0]) * wp + kj * g.dilation[1];
+            let out = &mut dst[p * tap_stride..][..count];
+            let (mut row, mut col, mut done) = (row0, col0, 0);
+            while done < count {
+                let run = (ow - col).min(count - done);
+                let out = &mut out[done..done + run];
+                let from = base + row * g.stride[0] * wp + col * g.stride[1];
+                if g.stride[1] == 1 {
+                    copy_run(out, &x[from..from + run]);
+                } else {
+                    let taps = (from..).step_by(g.stride[1]);
+                    out.iter_mut().zip(taps).for_each(|(v, i)| *v = x[i]);
+                }
+                (row, col, done) = (row + 1, 0, done + run);
+            }
+            kj += 1;
+            if kj == kw {
+                (ki, kj) = (ki + 1, 0);
+                if ki == kh {
+                    (c, ki) = (c + 1, 0);
+                }
+            }
+        }
+    }
+}
+
+/// `out = from`, moved in registers when it is a whole panel's row (the
+/// usual run: a row of windows as wide as the panel), by `memcpy` otherwise.
+#[inline(always)]
+fn copy_run<T: Float>(out: &mut [T], from: &[T]) {
+    const RUN: usize = 32;
+    match (<&mut [T; RUN]>::try_from(&mut *out), <&[T; RUN]>::try_from(from)) {
+        (Ok(out), Ok(from)) => *out = *from,
+        _ => out.copy_from_slice(from),
+    }
+}
+
+/// Writes one image's group of channels (`x` from its first channel) into
+/// `padded` with the convolution's padding around each plane: `cg` planes
+/// of [`Geometry::padded`], zeros in the border.
+fn pad_planes<T: Float>(g: &Geometry, x: &[T], padded: &mut [T]) {
+    let [hp, wp] = g.padded();
+    let [top, left] = g.padding;
+    for (plane, out) in x.chunks_exact(g.h * g.w).take(g.cg).zip(padded.chunks_exact_mut(hp * wp)) {
+        out[..top * wp].fill(T::zero());
+        out[(top + g.h) * wp..].fill(T::zero());
+        for (line, out) in plane.chunks_exact(g.w).zip(out[top * wp..].chunks_exact_mut(wp)) {
+            out[..left].fill(T::zero());
+            out[left..left + g.w].copy_from_slice(line);
+            out[left + g.w..].fill(T::zero());
+        }
+    }
+}
+
+impl<T: Float> gemm::Panels<T> for Windows<'_, T> {
+    fn rows(&self) -> usize {
+        self.g.l
+    }
+
+    fn cols(&self) -> usize {
+        self.g.k
+    }
+
+    fn pack<K: gemm::Micro<T>, const R: usize>(&self, pc: usize, kc: usize, first_panel: usize, packed: &mut [T]) {
+        let depth = K::depth(kc);
+        for (index, out) in packed.chunks_exact_mut(R * depth).enumerate() {
+            let l0 = (first_panel + index) * R;
+            let count = R.min(self.g.l - l0);
+            if K::PLAIN {
+                // The panel holds, for each tap, its `R` positions: what
+                // `write` writes with a tap stride of `R`.
+                if count < R {
+                    out.fill(T::zero());
+                }
+                self.write(pc, kc, l0, count, out, R);
+            } else {
+                // Another layout (bf16 pairs): the panel's windows written
+                // out (tap by tap, as above), then packed as a matrix.
+                T::with_scratch(count * kc, |rows| {
+                    self.write(pc, kc, l0, count, rows, count);
+                    let rows = MatRef { data: &*rows, rows: count, cols: kc, row_stride: 1, col_stride: count };
+                    K::pack::<R>(rows, 0, kc, 0, out);
+                });
+            }
+        }
+    }
+}
+
 /// Unfolds one image's group of channels (`x` starts at its first channel)
 /// into `cols: [cg * kh * kw, OH * OW]`, zeros where a tap is in the padding.
 fn im2col<T: Float>(g: &Geometry, x: &[T], cols: &mut [T]) {
@@ -583,6 +751,136 @@ impl ImageChunks {
             });
         } else {
             out.chunks_mut(block_len).zip(scratch.chunks_mut(share)).enumerate().for_each(task);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gemm::bf16::Emulated;
+    use crate::gemm::{Fma, Micro, Panels};
+
+    /// Packs panels of `R` rows of `x` from `first_panel` over columns
+    /// `pc..pc + kc` (three panels' room) with `K`'s layout.
+    fn packed<T: Float, K: Micro<T>, const R: usize>(
+        x: &impl Panels<T>,
+        pc: usize,
+        kc: usize,
+        first_panel: usize,
+    ) -> Vec<T> {
+        let panels = x.rows().div_ceil(R).saturating_sub(first_panel).min(3);
+        let mut out = vec![T::nan(); panels * R * K::depth(kc)];
+        x.pack::<K, R>(pc, kc, first_panel, &mut out);
+        out
+    }
+
+    /// The windows of every geometry here, packed straight from the padded
+    /// planes, are the bits of the unfolded columns packed as a matrix
+    /// (`colsᵀ`): the panel widths of every tile, ragged last panels, rows
+    /// of windows narrower and wider than a panel, strides, dilations,
+    /// paddings, groups, blocks of taps starting mid-kernel; in the plain
+    /// layout and in the bf16 pairs (through the windows written out).
+    fn windows_pack_as_the_columns<T: Float>() {
+        // x [n, c, h, w], weights [o, c / groups, kh, kw], stride, padding, dilation, groups.
+        type Case = ([usize; 4], [usize; 4], [usize; 2], [usize; 2], [usize; 2], usize);
+        let cases: [Case; 6] = [
+            ([1, 3, 7, 9], [4, 3, 3, 3], [1, 1], [1, 1], [1, 1], 1),
+            ([1, 2, 32, 32], [2, 2, 3, 3], [1, 1], [1, 1], [1, 1], 1),
+            ([1, 4, 9, 40], [4, 2, 3, 2], [2, 1], [0, 2], [1, 1], 2),
+            ([1, 2, 11, 13], [2, 2, 3, 3], [3, 2], [2, 1], [2, 3], 1),
+            ([1, 1, 5, 5], [1, 1, 5, 5], [1, 1], [2, 2], [1, 1], 1),
+            ([1, 1, 1, 70], [1, 1, 1, 1], [1, 1], [0, 0], [1, 1], 1),
+        ];
+        for (xs, ws, stride, padding, dilation, groups) in cases {
+            let spec = ConvSpec {
+                stride: stride.map(|v| v as u32),
+                padding: padding.map(|v| v as u32),
+                dilation: dilation.map(|v| v as u32),
+                groups: groups as u32,
+                precision: Precision::F32,
+            };
+            let g = Geometry::new(&xs, &ws, spec);
+            let x: Vec<T> = (0..xs.iter().product::<usize>())
+                .map(|i| T::from((i * 7919) % 23).expect("small") - T::from(11).expect("11"))
+                .collect();
+            for group in 0..g.groups {
+                let mut cols = vec![T::nan(); g.k * g.l];
+                im2col(&g, &x[g.image_group(0, group)..], &mut cols);
+                let mut padded = vec![T::nan(); g.cg * g.padded()[0] * g.padded()[1]];
+                pad_planes(&g, &x[g.image_group(0, group)..], &mut padded);
+                let windows = Windows { g: &g, x: &padded };
+                let columns = MatRef::row_major(&cols, g.k, g.l).t();
+                let blocks = [(0, g.k), (1, g.k - 1), (g.k / 2, g.k - g.k / 2)];
+                for (pc, kc) in blocks.into_iter().filter(|&(_, kc)| kc > 0) {
+                    for first in [0, 1] {
+                        let bits = |v: &T| v.to_f64().map(f64::to_bits);
+                        let same = |a: Vec<T>, b: Vec<T>| {
+                            a.len() == b.len() && a.iter().zip(&b).all(|(a, b)| bits(a) == bits(b))
+                        };
+                        let case = format!(
+                            "{xs:?} {ws:?} s{stride:?} p{padding:?} d{dilation:?} group {group}, taps {pc}+{kc}, panel {first}"
+                        );
+                        assert!(
+                            same(
+                                packed::<T, Fma, 32>(&windows, pc, kc, first),
+                                packed::<T, Fma, 32>(&columns, pc, kc, first)
+                            ),
+                            "{case}, 32"
+                        );
+                        assert!(
+                            same(
+                                packed::<T, Fma, 16>(&windows, pc, kc, first),
+                                packed::<T, Fma, 16>(&columns, pc, kc, first)
+                            ),
+                            "{case}, 16"
+                        );
+                        assert!(
+                            same(
+                                packed::<T, Fma, 8>(&windows, pc, kc, first),
+                                packed::<T, Fma, 8>(&columns, pc, kc, first)
+                            ),
+                            "{case}, 8"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn f32_windows_pack_as_the_columns() {
+        windows_pack_as_the_columns::<f32>();
+    }
+
+    #[test]
+    fn f64_windows_pack_as_the_columns() {
+        windows_pack_as_the_columns::<f64>();
+    }
+
+    /// In bf16 pairs (another layout than the plain one), the windows are
+    /// written out and packed: the same words as the columns'.
+    #[test]
+    fn windows_pack_bf16_pairs_as_the_columns() {
+        let spec =
+            ConvSpec { stride: [2, 1], padding: [1, 2], dilation: [1, 2], groups: 1, precision: Precision::Bf16 };
+        let (xs, ws) = ([1, 3, 9, 21], [2, 3, 3, 3]);
+        let g = Geometry::new(&xs, &ws, spec);
+        let x: Vec<f32> = (0..xs.iter().product::<usize>()).map(|i| (i as f32 * 0.37).sin()).collect();
+        let mut cols = vec![f32::NAN; g.k * g.l];
+        im2col(&g, &x, &mut cols);
+        let mut padded = vec![f32::NAN; g.cg * g.padded()[0] * g.padded()[1]];
+        pad_planes(&g, &x, &mut padded);
+        let windows = Windows { g: &g, x: &padded };
+        let columns = MatRef::row_major(&cols, g.k, g.l).t();
+        for (pc, kc) in [(0, g.k), (3, g.k - 3)] {
+            for first in [0, 1] {
+                let (a, b) = (
+                    packed::<f32, Emulated, 32>(&windows, pc, kc, first),
+                    packed::<f32, Emulated, 32>(&columns, pc, kc, first),
+                );
+                assert!(a.iter().zip(&b).all(|(a, b)| a.to_bits() == b.to_bits()), "taps {pc}+{kc}, panel {first}");
+            }
         }
     }
 }
