@@ -38,8 +38,10 @@ type ConvCase = (&'static [usize], &'static [usize], [usize; 2], [usize; 2], [us
 #[test]
 fn conv2d_finite_differences_with_stride_padding_dilation_and_groups() {
     let mut rng = Rng::new(61);
-    let cases: [ConvCase; 4] = [
+    let cases: [ConvCase; 6] = [
         (&[2, 3, 5, 5], &[4, 3, 3, 3], [1, 1], [1, 1], [1, 1], 1),
+        (&[1, 2, 7, 6], &[2, 2, 3, 2], [1, 1], [2, 1], [2, 3], 1),
+        (&[1, 2, 4, 5], &[3, 2, 1, 2], [1, 1], [1, 1], [1, 1], 1),
         (&[1, 2, 6, 7], &[3, 2, 2, 3], [2, 1], [0, 2], [1, 1], 1),
         (&[1, 2, 7, 6], &[2, 2, 3, 2], [1, 2], [1, 1], [2, 2], 1),
         (&[2, 4, 4, 5], &[6, 2, 3, 3], [1, 1], [1, 0], [1, 1], 2),
