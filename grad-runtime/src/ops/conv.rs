@@ -761,18 +761,28 @@ mod tests {
     use crate::gemm::bf16::Emulated;
     use crate::gemm::{Fma, Micro, Panels};
 
-    /// Packs panels of `R` rows of `x` from `first_panel` over columns
-    /// `pc..pc + kc` (three panels' room) with `K`'s layout.
-    fn packed<T: Float, K: Micro<T>, const R: usize>(
-        x: &impl Panels<T>,
+    /// Whether `a` and `b` pack the same bits into panels of `R` rows from
+    /// `first_panel` over columns `pc..pc + kc` (three panels' room) in
+    /// `K`'s layout.
+    fn same_panels<T: Float, K: Micro<T>, const R: usize>(
+        a: &impl Panels<T>,
+        b: &impl Panels<T>,
         pc: usize,
         kc: usize,
         first_panel: usize,
-    ) -> Vec<T> {
-        let panels = x.rows().div_ceil(R).saturating_sub(first_panel).min(3);
-        let mut out = vec![T::nan(); panels * R * K::depth(kc)];
-        x.pack::<K, R>(pc, kc, first_panel, &mut out);
-        out
+    ) -> bool {
+        let panels = a.rows().div_ceil(R).saturating_sub(first_panel).min(3);
+        let packed = |x: &dyn Fn(&mut [T])| {
+            let mut out = vec![T::nan(); panels * R * K::depth(kc)];
+            x(&mut out);
+            out
+        };
+        let (pa, pb) = (
+            packed(&|out| a.pack::<K, R>(pc, kc, first_panel, out)),
+            packed(&|out| b.pack::<K, R>(pc, kc, first_panel, out)),
+        );
+        let bits = |v: &T| v.to_f64().map(f64::to_bits);
+        pa.iter().zip(&pb).all(|(a, b)| bits(a) == bits(b))
     }
 
     /// The windows of every geometry here, packed straight from the padded
@@ -814,34 +824,12 @@ mod tests {
                 let blocks = [(0, g.k), (1, g.k - 1), (g.k / 2, g.k - g.k / 2)];
                 for (pc, kc) in blocks.into_iter().filter(|&(_, kc)| kc > 0) {
                     for first in [0, 1] {
-                        let bits = |v: &T| v.to_f64().map(f64::to_bits);
-                        let same = |a: Vec<T>, b: Vec<T>| {
-                            a.len() == b.len() && a.iter().zip(&b).all(|(a, b)| bits(a) == bits(b))
-                        };
                         let case = format!(
                             "{xs:?} {ws:?} s{stride:?} p{padding:?} d{dilation:?} group {group}, taps {pc}+{kc}, panel {first}"
                         );
-                        assert!(
-                            same(
-                                packed::<T, Fma, 32>(&windows, pc, kc, first),
-                                packed::<T, Fma, 32>(&columns, pc, kc, first)
-                            ),
-                            "{case}, 32"
-                        );
-                        assert!(
-                            same(
-                                packed::<T, Fma, 16>(&windows, pc, kc, first),
-                                packed::<T, Fma, 16>(&columns, pc, kc, first)
-                            ),
-                            "{case}, 16"
-                        );
-                        assert!(
-                            same(
-                                packed::<T, Fma, 8>(&windows, pc, kc, first),
-                                packed::<T, Fma, 8>(&columns, pc, kc, first)
-                            ),
-                            "{case}, 8"
-                        );
+                        assert!(same_panels::<T, Fma, 32>(&windows, &columns, pc, kc, first), "{case}, 32");
+                        assert!(same_panels::<T, Fma, 16>(&windows, &columns, pc, kc, first), "{case}, 16");
+                        assert!(same_panels::<T, Fma, 8>(&windows, &columns, pc, kc, first), "{case}, 8");
                     }
                 }
             }
@@ -875,11 +863,10 @@ mod tests {
         let columns = MatRef::row_major(&cols, g.k, g.l).t();
         for (pc, kc) in [(0, g.k), (3, g.k - 3)] {
             for first in [0, 1] {
-                let (a, b) = (
-                    packed::<f32, Emulated, 32>(&windows, pc, kc, first),
-                    packed::<f32, Emulated, 32>(&columns, pc, kc, first),
+                assert!(
+                    same_panels::<f32, Emulated, 32>(&windows, &columns, pc, kc, first),
+                    "taps {pc}+{kc}, panel {first}"
                 );
-                assert!(a.iter().zip(&b).all(|(a, b)| a.to_bits() == b.to_bits()), "taps {pc}+{kc}, panel {first}");
             }
         }
     }
