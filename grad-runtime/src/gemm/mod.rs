@@ -83,6 +83,12 @@ impl<'a, T> MatRef<'a, T> {
         MatRef { data, rows, cols, row_stride: cols, col_stride: 1 }
     }
 
+    /// The same shape and strides over `data` (the `f32` view of a
+    /// buffer, for the bf16 products).
+    pub(crate) fn over<U>(self, data: &'a [U]) -> MatRef<'a, U> {
+        MatRef { data, rows: self.rows, cols: self.cols, row_stride: self.row_stride, col_stride: self.col_stride }
+    }
+
     /// The transpose: the same elements, strides swapped.
     pub(crate) fn t(self) -> Self {
         MatRef {
@@ -184,9 +190,7 @@ pub(crate) fn gemm_in<T: Float>(
         && let (Some(a32), Some(b32)) = (T::f32_slice(a.data), T::f32_slice(b.data))
         && let (Some(c32), Some(scratch32)) = (T::f32_slice_mut(c), T::f32_slice_mut(scratch))
     {
-        let a32 = MatRef { data: a32, rows: a.rows, cols: a.cols, row_stride: a.row_stride, col_stride: a.col_stride };
-        let b32 = MatRef { data: b32, rows: b.rows, cols: b.cols, row_stride: b.row_stride, col_stride: b.col_stride };
-        return bf16::gemm(a32, b32, c32, accumulate, scratch32);
+        return bf16::gemm(a.over(a32), b.over(b32), c32, accumulate, scratch32);
     }
     gemm(a, b, c, accumulate, scratch)
 }
@@ -205,8 +209,7 @@ pub(crate) fn gemm_windows<T: Float>(
         && let (Some(a32), Some(x32)) = (T::f32_slice(a.data), T::f32_slice(windows.input()))
         && let (Some(c32), Some(scratch32)) = (T::f32_slice_mut(c), T::f32_slice_mut(scratch))
     {
-        let a32 = MatRef { data: a32, rows: a.rows, cols: a.cols, row_stride: a.row_stride, col_stride: a.col_stride };
-        return bf16::gemm_panels(&a32, &windows.over(x32), c32, false, scratch32);
+        return bf16::gemm_panels(&a.over(a32), &windows.over(x32), c32, false, scratch32);
     }
     gemm_panels(&a, windows, c, false, scratch)
 }

@@ -610,7 +610,7 @@ impl<T: Float> gemm::Panels<T> for Windows<'_, T> {
                 // out (tap by tap, as above), then packed as a matrix.
                 T::with_scratch(count * kc, |rows| {
                     self.write(pc, kc, l0, count, rows, count);
-                    let rows = MatRef { data: &*rows, rows: count, cols: kc, row_stride: 1, col_stride: count };
+                    let rows = MatRef::row_major(&*rows, kc, count).t();
                     K::pack::<R>(rows, 0, kc, 0, out);
                 });
             }
