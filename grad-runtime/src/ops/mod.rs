@@ -483,10 +483,7 @@ impl<T: Float> Op<T> {
             | Op::Take { indices, .. }
             | Op::ScatterAdd { indices, .. } => (Some(indices), None),
             Op::Checkpoint(segment) => (Some(segment.inputs), None),
-            Op::Fused(node) => {
-                let (inputs, scalars) = node.into_buffers();
-                (inputs, Some(scalars))
-            }
+            Op::Fused(node) => node.into_buffers(),
             Op::BatchNorm { stats, .. } | Op::GroupNorm { stats, .. } | Op::Attention { saved: stats, .. } => {
                 (None, Some(stats))
             }

@@ -593,6 +593,20 @@ impl<T: Float> Tape<T> {
         self.take_output(op, shape, Ok(len), &[x], location)
     }
 
+    /// [`output`](Tape::output) for a shape some live node has (`len`
+    /// elements): it passed the size checks when that node was made.
+    #[inline]
+    pub(crate) fn output_sized(
+        &mut self,
+        op: &'static str,
+        shape: IxDyn,
+        len: usize,
+        inputs: &[NodeId],
+        location: &'static Location<'static>,
+    ) -> Option<Tensor<T>> {
+        self.take_output(op, shape, Ok(len), inputs, location)
+    }
+
     /// The buffer of an output of `shape` and `len` elements (or the error
     /// of its size check), or `None` after recording why there is none.
     #[inline]

@@ -23,6 +23,9 @@ use crate::{Float, Tape};
 pub(crate) struct Checked {
     /// The shape of the elementwise root (a folded sum's operand).
     pub(crate) shape: IxDyn,
+    /// Whether `shape` is a live leaf's (or `[]`), whose size passed the
+    /// checks when that leaf was made; a broadcast shape is new.
+    pub(crate) sized: bool,
 }
 
 /// What a step knows of one operand.
@@ -87,7 +90,7 @@ fn walk<T: Float>(
 ) -> Option<Checked> {
     let mut walk = Walker { tp, steps, sites, leaves, scalars, ids, fold_shape: None };
     let Seen::Tensor { shape, .. } = walk.visit(steps.len() - 1)? else { return malformed(walk.tp) };
-    Some(Checked { shape: walk.fold_shape.take().unwrap_or(shape) })
+    Some(Checked { shape: walk.fold_shape.take().unwrap_or(shape), sized: false })
 }
 
 /// The common case, without a walk: every tensor leaf a live handle of
@@ -123,7 +126,7 @@ fn quick<T: Float>(
         }
     }
     let shape = shape.map_or_else(|| IxDyn(&[]), |id| tp.value_of(id).shape.clone());
-    Some(Checked { shape })
+    Some(Checked { shape, sized: true })
 }
 
 /// Records that a plan (written by `grad!`, never by hand) is not one.

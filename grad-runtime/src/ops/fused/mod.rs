@@ -9,8 +9,8 @@
 //! as the unfused ops would check themselves (`check.rs`), interprets it
 //! over the inputs (`tile.rs`, laid over tensors and threads by
 //! `loops.rs`) and records the node, which keeps its plan, one input
-//! inline or several in a pooled index buffer, and its scalars in a
-//! pooled buffer: no `Box`, so a training step that rewinds its tape still
+//! inline or several in a pooled index buffer, and its scalars inline (a
+//! few) or in a pooled buffer: no `Box`, so a training step that rewinds its tape still
 //! allocates nothing. The interpreter is compiled once, in this crate, for
 //! `f32` and `f64` (reached through the sealed side of `Float`), so a
 //! `grad!` block costs its crate a table of data and a call, not code.
@@ -60,7 +60,42 @@ const SCALAR_LEAF: NodeId = NodeId::MAX;
 pub(crate) struct Fused<T: Float> {
     plan: &'static Plan,
     inputs: Inputs,
-    scalars: Vec<T>,
+    scalars: Numbers<T>,
+}
+
+/// A fused node's scalars: up to [`INLINE_NUMBERS`] inline (most regions
+/// have a few: W2's `tanh(h * 0.9 + 0.1)` two), or a pooled buffer.
+/// Inline, a region takes one buffer from the pool (its value) instead of
+/// two of different sizes, which kept the pool's fast path from finding
+/// either. How many there are is the plan's (its parameters, and its
+/// leaves that are Rust scalars), so the node does not keep it: with it,
+/// a `Fused<f64>` would outgrow the largest op.
+#[derive(Clone, Debug)]
+enum Numbers<T> {
+    Inline([T; INLINE_NUMBERS]),
+    Pooled(Vec<T>),
+}
+
+/// The most scalars a fused node keeps inline.
+const INLINE_NUMBERS: usize = 2;
+
+impl<T: Float> Numbers<T> {
+    /// `params` then `leaf_scalars`, inline when they fit.
+    fn new(tp: &mut Tape<T>, params: &[T], leaf_scalars: &[T]) -> Self {
+        let len = params.len() + leaf_scalars.len();
+        let mut numbers = if len <= INLINE_NUMBERS {
+            Numbers::Inline([T::zero(); INLINE_NUMBERS])
+        } else {
+            Numbers::Pooled(tp.scratch(len))
+        };
+        let all = match &mut numbers {
+            Numbers::Inline(values) => &mut values[..len],
+            Numbers::Pooled(values) => &mut values[..],
+        };
+        all[..params.len()].copy_from_slice(params);
+        all[params.len()..].copy_from_slice(leaf_scalars);
+        numbers
+    }
 }
 
 /// A fused node's leaves: one inline (the node keeps no buffer), or a
@@ -89,7 +124,8 @@ impl<T: Float> Fused<T> {
     /// the root of those ops (the same value), or `None` for a node whose
     /// record does not fit its plan.
     pub(crate) fn replay(&self, tp: &mut Tape<T>) -> Option<Var> {
-        let params = self.scalars.get(..self.plan.params)?;
+        let scalars = self.scalars()?;
+        let params = scalars.get(..self.plan.params)?;
         let mut next_scalar = self.plan.params;
         let mut leaves = [Operand::Scalar(T::zero()); MAX_LEAVES];
         let n = self.leaves().len();
@@ -98,7 +134,7 @@ impl<T: Float> Fused<T> {
         }
         for (leaf, &id) in leaves.iter_mut().zip(self.leaves()) {
             *leaf = if id == SCALAR_LEAF {
-                let s = *self.scalars.get(next_scalar)?;
+                let s = *scalars.get(next_scalar)?;
                 next_scalar += 1;
                 Operand::Scalar(s)
             } else {
@@ -106,6 +142,16 @@ impl<T: Float> Fused<T> {
             };
         }
         Some(unfused::run(tp, self.plan.steps, &leaves[..n], check::Scalars { params }))
+    }
+
+    /// The node's scalars: the plan's parameters, then the leaves that are
+    /// Rust scalars (`None` if they would not fit inline or were not kept).
+    fn scalars(&self) -> Option<&[T]> {
+        let len = self.plan.params + self.leaves().iter().filter(|&&id| id == SCALAR_LEAF).count();
+        match &self.scalars {
+            Numbers::Inline(values) => values.get(..len),
+            Numbers::Pooled(values) => values.get(..len),
+        }
     }
 
     /// One entry per leaf: a node, or `SCALAR_LEAF`.
@@ -124,14 +170,22 @@ impl<T: Float> Fused<T> {
             Inputs::One(_) => 0,
             Inputs::Pooled(ids) => ids.capacity() * size_of::<NodeId>(),
         };
-        inputs + self.scalars.capacity() * size_of::<T>()
+        let scalars = match &self.scalars {
+            Numbers::Inline(_) => 0,
+            Numbers::Pooled(values) => values.capacity() * size_of::<T>(),
+        };
+        inputs + scalars
     }
 
     /// The pooled buffers, handed back when the node is dropped.
-    pub(crate) fn into_buffers(self) -> (Option<Vec<NodeId>>, Vec<T>) {
+    pub(crate) fn into_buffers(self) -> (Option<Vec<NodeId>>, Option<Vec<T>>) {
+        let scalars = match self.scalars {
+            Numbers::Inline(_) => None,
+            Numbers::Pooled(values) => Some(values),
+        };
         match self.inputs {
-            Inputs::One(_) => (None, self.scalars),
-            Inputs::Pooled(ids) => (Some(ids), self.scalars),
+            Inputs::One(_) => (None, scalars),
+            Inputs::Pooled(ids) => (Some(ids), scalars),
         }
     }
 }
@@ -202,9 +256,7 @@ fn record_in<T: Float, const C: usize>(
         }
     }
     let leaf_scalars = &leaf_scalars[..count];
-    let mut node_scalars = tp.scratch(params.len() + count);
-    node_scalars[..params.len()].copy_from_slice(params);
-    node_scalars[params.len()..].copy_from_slice(leaf_scalars);
+    let node_scalars = Numbers::new(tp, params, leaf_scalars);
     let inputs = match &*ids {
         &[id] => Inputs::One(id),
         ids => Inputs::Pooled(tp.copy_indices(ids)),
@@ -222,7 +274,7 @@ fn record_in<T: Float, const C: usize>(
         live: plan::Bits::NONE,
         wanted: 0,
     };
-    let out = compute::<T, C>(tp, plan, &prog, ids, leaf_scalars, checked.shape, site);
+    let out = compute::<T, C>(tp, plan, &prog, ids, leaf_scalars, checked, site);
     tp.push_output(op, out)
 }
 
@@ -237,9 +289,10 @@ fn compute<T: Float, const C: usize>(
     prog: &Program<'_, T>,
     ids: &[NodeId],
     leaf_scalars: &[T],
-    shape: IxDyn,
+    checked: check::Checked,
     site: &'static Location<'static>,
 ) -> Option<Tensor<T>> {
+    let shape = checked.shape;
     let total = shape.size();
     // The tensor leaves, for an error's shapes (on the stack: no allocation per step).
     let (mut nodes, mut count) = ([0; C], 0);
@@ -249,8 +302,12 @@ fn compute<T: Float, const C: usize>(
     }
     let nodes = &nodes[..count];
     let fold = plan::fold(plan.steps);
-    let out_shape = if fold.is_some() { IxDyn(&[]) } else { shape.clone() };
-    let mut out = tp.output(plan.name, out_shape, nodes, site)?;
+    let mut out = match fold {
+        Some(_) => tp.output(plan.name, IxDyn(&[]), nodes, site)?,
+        // A leaf's shape passed the size checks when the leaf was made.
+        None if checked.sized => tp.output_sized(plan.name, shape.clone(), total, nodes, site)?,
+        None => tp.output(plan.name, shape.clone(), nodes, site)?,
+    };
     let n = ids.len();
     if fold.is_none() {
         let inputs = inputs_of::<T, C>(ids, |id| tp.value_of(id), leaf_scalars);
@@ -316,14 +373,11 @@ fn backward_in<T: Float, const C: usize>(
     let plan = node.plan;
     let ids = node.leaves();
     let n = ids.len();
-    if !plan.well_formed || n != plan.leaves || n > C || node.scalars.len() < plan.params {
+    let Some(scalars) = node.scalars() else { return };
+    if !plan.well_formed || n != plan.leaves || n > C || scalars.len() < plan.params {
         return;
     }
-    let params = &node.scalars[..plan.params];
-    let leaf_scalars = &node.scalars[plan.params..];
-    if leaf_scalars.len() != ids.iter().filter(|&&id| id == SCALAR_LEAF).count() {
-        return;
-    }
+    let (params, leaf_scalars) = scalars.split_at(plan.params);
     let wanted = (0..n).filter(|&k| ids[k] != SCALAR_LEAF && sink.wants(ids[k])).fold(0u32, |w, k| w | 1 << k);
     let nodes = sink.nodes();
     let inputs = inputs_of::<T, C>(ids, |id| &nodes[id].value, leaf_scalars);

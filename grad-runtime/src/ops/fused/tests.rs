@@ -159,6 +159,38 @@ fn rust_scalar_leaves_are_splatted() {
     assert_eq!(tape.grad(c), ndarray::array![0.75, 0.75].into_dyn());
 }
 
+/// `clamp(x * s, lo, hi)`: three scalars, one more than a node keeps inline.
+static CLAMP_SCALED: Plan = Plan::new(
+    "fused clamp(x * s, lo, hi)",
+    &[mul(leaf(0), param(0)), clamp(step(0), param(1), param(2))],
+    &[here(), here()],
+    1,
+    3,
+);
+
+#[test]
+fn a_nodes_scalars_are_inline_up_to_two_and_pooled_beyond() {
+    let mut tape = Tape::<f64>::new();
+    let x = tape.param(ndarray::array![-2.0, 0.5, 3.0]);
+    // Two Rust scalars: inline; the node's one buffer holds its three leaves.
+    let inline = fused(&mut tape, &ADD_MUL, [Operand::Scalar(0.5), Operand::Scalar(0.25), Operand::Var(x)], []);
+    let saved = tape.memory().saved;
+    assert_eq!(saved, 3 * size_of::<usize>());
+    // Three parameters: a pooled buffer of three (its one leaf is inline).
+    let pooled = fused(&mut tape, &CLAMP_SCALED, [Operand::Var(x)], [2.0, -1.0, 4.0]);
+    assert_eq!(tape.memory().saved, saved + 3 * size_of::<f64>());
+    assert_eq!(tape.value(inline), ndarray::array![-1.5, 0.375, 2.25].into_dyn());
+    assert_eq!(tape.value(pooled), ndarray::array![-1.0, 1.0, 4.0].into_dyn());
+    // Both read their scalars back: backward, and the replay of `grad_graph`.
+    let (a, b) = (g_sum(&mut tape, inline), g_sum(&mut tape, pooled));
+    let loss = g_add(&mut tape, a, b);
+    let recorded = tape.grad_graph(loss, &[x]).unwrap()[0];
+    let expected = ndarray::array![0.75, 2.75, 0.75].into_dyn();
+    assert_eq!(tape.value(recorded), expected);
+    tape.backward(loss).unwrap();
+    assert_eq!(tape.grad(x), expected);
+}
+
 #[test]
 fn a_fused_node_is_no_larger_than_the_largest_op() {
     assert!(std::mem::size_of::<super::Fused<f64>>() <= 64, "{}", std::mem::size_of::<super::Fused<f64>>());

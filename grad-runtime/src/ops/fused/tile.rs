@@ -81,7 +81,8 @@ impl<T> Program<'_, T> {
     /// a region costs less to compute than the walk over tiles and
     /// threads, so the walk is skipped.
     pub(crate) fn is_small(&self, n: usize, leaves: usize) -> bool {
-        n > 0 && n <= self.tile(leaves) && n.is_multiple_of(L)
+        // Every tile holds `MIN_TILE`: up to it, no need to ask the cache.
+        n > 0 && (n <= MIN_TILE || n <= self.tile(leaves)) && n.is_multiple_of(L)
     }
 
     /// The scratch of [`forward_small`] on `n` elements.
@@ -280,6 +281,30 @@ fn padded<'a, T: Float>(source: Source<'_, T>, start: usize, m: usize, n: usize,
     }
 }
 
+/// Where the gradient of a step's operand `src` goes on a tile: its tile
+/// of `adjs` below the step (`lower`) for an inner step, assigned; a
+/// wanted leaf's gradient `d[i]`, added after the leaf's first (`seen`);
+/// or nowhere.
+#[inline(always)]
+fn gradient_of<'t, T, const C: usize>(
+    src: Src,
+    prog: &Program<'_, T>,
+    lower: &'t mut [T],
+    d: &'t mut [&mut [T]; C],
+    seen: &mut u32,
+    [tile, n]: [usize; 2],
+) -> Option<(&'t mut [T], bool)> {
+    match src {
+        Src::Step(j) if prog.live.has(j) => Some((&mut lower[j * tile..j * tile + n], false)),
+        Src::Leaf(i) if i < C && prog.wanted & (1 << i) != 0 => {
+            let add = *seen & (1 << i) != 0;
+            *seen |= 1 << i;
+            Some((&mut *d[i], add))
+        }
+        _ => None,
+    }
+}
+
 /// An operand of a step on a tile: a leaf, a scalar, or an earlier
 /// step's values (tile `j` of `vals`).
 #[inline(always)]
@@ -315,12 +340,12 @@ fn forward_tile<T: Float>(prog: &Program<'_, T>, x: &[Val<'_, T>], at: Layout, v
             Some(out) if k == prog.root => out,
             _ => &mut rest[..at.n],
         };
-        eval(prog.steps[k], x, prog.params, before, at, dst);
+        eval(&prog.steps[k], x, prog.params, before, at, dst);
     }
 }
 
 /// One step's values on a tile into `dst`.
-fn eval<T: Float>(step: Step, x: &[Val<'_, T>], params: &[T], vals: &[T], at: Layout, dst: &mut [T]) {
+fn eval<T: Float>(step: &Step, x: &[Val<'_, T>], params: &[T], vals: &[T], at: Layout, dst: &mut [T]) {
     let a = operand(step.a, x, params, vals, at);
     let b = || step.b.map_or(Val::All(T::nan()), |b| operand(b, x, params, vals, at));
     let arith = match step.op {
@@ -360,7 +385,7 @@ fn backward_tile<T: Float, const C: usize>(
     let top = if y.is_some() { root } else { root + 1 };
     for k in (0..top).filter(|&k| prog.needed.has(k)) {
         let (before, rest) = vals.split_at_mut(k * tile);
-        eval(prog.steps[k], x, prog.params, before, at, &mut rest[..n]);
+        eval(&prog.steps[k], x, prog.params, before, at, &mut rest[..n]);
     }
     let vals = &*vals;
     let value = |j: usize| match y {
@@ -371,40 +396,52 @@ fn backward_tile<T: Float, const C: usize>(
     for k in (0..=root).rev().filter(|&k| prog.live.has(k)) {
         let (lower, upper) = adjs.split_at_mut(k * tile);
         let adj = if k == root { g } else { Val::Each(&upper[..n]) };
-        let step = prog.steps[k];
-        let binary = matches!(step.op, StepOp::Add | StepOp::Sub | StepOp::Mul | StepOp::Div);
-        let operands = [Some(step.a), step.b.filter(|_| binary)];
-        for (position, src) in operands.into_iter().enumerate() {
-            let (dst, add) = match src {
-                Some(Src::Step(j)) if prog.live.has(j) => (&mut lower[j * tile..j * tile + n], false),
-                Some(Src::Leaf(i)) if i < C && prog.wanted & (1 << i) != 0 => {
-                    let add = seen & (1 << i) != 0;
-                    seen |= 1 << i;
-                    (&mut *d[i], add)
-                }
-                _ => continue,
+        let step = &prog.steps[k];
+        let other = |src: Src| operand(src, x, prog.params, vals, at);
+        let b = || step.b.map_or(Val::All(T::nan()), other);
+        // A macro, not a closure: the slice it hands out borrows `lower`
+        // or `d`, which a closure's result cannot.
+        macro_rules! target {
+            ($src:expr) => {
+                gradient_of($src, prog, &mut *lower, &mut *d, &mut seen, [tile, n])
             };
-            let other = |src: Option<Src>| src.map_or(Val::All(T::nan()), |s| operand(s, x, prog.params, vals, at));
-            let rule = match (step.op, position) {
-                (StepOp::Add, _) | (StepOp::Sub, 0) => (Arith::Copy, Val::All(T::zero())),
-                (StepOp::Sub, _) => (Arith::Neg, Val::All(T::zero())),
-                (StepOp::Mul, 0) => (Arith::Mul, other(step.b)),
-                (StepOp::Div, 0) => (Arith::Div, other(step.b)),
-                (StepOp::Mul, _) => (Arith::Mul, other(Some(step.a))),
-                (StepOp::Div, _) => {
-                    kernels::arith(Arith::Div, &mut tmp[..n], false, value(k), other(step.b));
-                    (Arith::NegMul, Val::Each(&tmp[..n]))
-                }
-                (StepOp::Neg, _) => (Arith::Mul, Val::All(-T::one())),
-                (StepOp::Apply(func), _) => {
-                    let at = if reads_output(func) { value(k) } else { other(Some(step.a)) };
+        }
+        match step.op {
+            StepOp::Apply(func) => {
+                if let Some((dst, add)) = target!(step.a) {
+                    let at = if reads_output(func) { value(k) } else { other(step.a) };
                     let (p, q) = (number(step.b, x, prog.params), number(step.c, x, prog.params));
                     kernels::apply_df(func, p, q, dst, add, adj, at);
-                    continue;
                 }
-                (StepOp::Sum | StepOp::Mean, _) => continue,
-            };
-            kernels::arith(rule.0, dst, add, adj, rule.1);
+            }
+            StepOp::Neg => {
+                if let Some((dst, add)) = target!(step.a) {
+                    kernels::arith(Arith::Mul, dst, add, adj, Val::All(-T::one()));
+                }
+            }
+            StepOp::Add | StepOp::Sub | StepOp::Mul | StepOp::Div => {
+                if let Some((dst, add)) = target!(step.a) {
+                    let (rule, by) = match step.op {
+                        StepOp::Mul => (Arith::Mul, b()),
+                        StepOp::Div => (Arith::Div, b()),
+                        _ => (Arith::Copy, Val::All(T::zero())),
+                    };
+                    kernels::arith(rule, dst, add, adj, by);
+                }
+                if let Some((dst, add)) = step.b.and_then(|b| target!(b)) {
+                    let (rule, by) = match step.op {
+                        StepOp::Add => (Arith::Copy, Val::All(T::zero())),
+                        StepOp::Sub => (Arith::Neg, Val::All(T::zero())),
+                        StepOp::Mul => (Arith::Mul, other(step.a)),
+                        _ => {
+                            kernels::arith(Arith::Div, &mut tmp[..n], false, value(k), b());
+                            (Arith::NegMul, Val::Each(&tmp[..n]))
+                        }
+                    };
+                    kernels::arith(rule, dst, add, adj, by);
+                }
+            }
+            StepOp::Sum | StepOp::Mean => {}
         }
     }
 }
