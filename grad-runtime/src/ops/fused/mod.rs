@@ -9,9 +9,9 @@
 //! as the unfused ops would check themselves (`check.rs`), interprets it
 //! over the inputs (`tile.rs`, laid over tensors and threads by
 //! `loops.rs`) and records the node, which keeps its plan, one input
-//! inline or several in a pooled index buffer, and its scalars inline (a
-//! few) or in a pooled buffer: no `Box`, so a training step that rewinds its tape still
-//! allocates nothing. The interpreter is compiled once, in this crate, for
+//! inline or several in a pooled index buffer, and its scalars inline (up
+//! to two) or in a pooled buffer: no `Box`, so a training step that
+//! rewinds its tape still allocates nothing. The interpreter is compiled once, in this crate, for
 //! `f32` and `f64` (reached through the sealed side of `Float`), so a
 //! `grad!` block costs its crate a table of data and a call, not code.
 //!
@@ -145,7 +145,7 @@ impl<T: Float> Fused<T> {
     }
 
     /// The node's scalars: the plan's parameters, then the leaves that are
-    /// Rust scalars (`None` if they would not fit inline or were not kept).
+    /// Rust scalars; `None` for a node whose record does not fit its plan.
     fn scalars(&self) -> Option<&[T]> {
         let len = self.plan.params + self.leaves().iter().filter(|&&id| id == SCALAR_LEAF).count();
         match &self.scalars {
