@@ -79,19 +79,22 @@ fn run(threads: usize) -> Vec<ArrayD<f32>> {
     out.extend([normed, normed_medium, attended, loss].iter().map(|&v| tape.value(v).to_owned()));
     let grads = [x, w, b, qa, qb, ma, mb, pa, pb, image, kernel, gamma, beta, gamma64, beta64, aq, ak, av];
     out.extend(grads.iter().map(|&v| tape.grad(v).to_owned()));
-    for v in [qa, qb, ma, mb, pa, pb, image, kernel, gamma, beta, gamma64, beta64, aq, ak, av] {
+    for v in [qb, ma, mb, pa, pb, image, kernel, gamma, beta, gamma64, beta64, aq, ak, av] {
         tape.freeze(v).expect("a parameter of this tape");
     }
+    // x and w are shared out over the pool, qa (65,536 elements) cut in two
+    // for the caller and the helper.
     let mut adam = Adam::new(1e-2);
     let mut adamw = AdamW::new(1e-2);
     adam.add(&tape, x, 1e-4).unwrap();
     adamw.add(&tape, w, 1e-2).unwrap();
     adamw.add(&tape, b, 0.0).unwrap();
+    adamw.add(&tape, qa, 1e-2).unwrap();
     for _ in 0..2 {
         adam.step(&mut tape).unwrap();
         adamw.step(&mut tape).unwrap();
     }
-    out.extend([x, w, b].iter().map(|&v| tape.value(v).to_owned()));
+    out.extend([x, w, b, qa].iter().map(|&v| tape.value(v).to_owned()));
     out
 }
 

@@ -294,7 +294,9 @@ pub(crate) fn for_each_chunk_of_two<T: Send>(a: &mut [T], b: &mut [T], f: impl F
 
 /// `f(a, b, c, d)` on matching chunks of three mutable slices and one
 /// shared one, all of one length (an optimizer's parameter, its two state
-/// slots and its gradient), in parallel when they are large enough.
+/// slots and its gradient), in parallel when they are large enough: cut
+/// in two for the caller and the helper from [`MIN_PAIR_ELEMENTS`], as
+/// [`for_each_chunk`] cuts one.
 pub(crate) fn for_each_chunk_of_four<T: Send + Sync>(
     a: &mut [T],
     b: &mut [T],
@@ -303,6 +305,12 @@ pub(crate) fn for_each_chunk_of_four<T: Send + Sync>(
     f: impl Fn(&mut [T], &mut [T], &mut [T], &[T]) + Sync,
 ) {
     if !worth_it(a.len()) {
+        if a.len() >= MIN_PAIR_ELEMENTS {
+            let mid = pair_mid(a.len());
+            let ((a0, a1), (b0, b1)) = (a.split_at_mut(mid), b.split_at_mut(mid));
+            let ((c0, c1), (d0, d1)) = (c.split_at_mut(mid), d.split_at(mid));
+            return pair::pair(|| f(a0, b0, c0, d0), || f(a1, b1, c1, d1));
+        }
         f(a, b, c, d);
         return;
     }
@@ -351,6 +359,28 @@ mod tests {
         let err = set_num_threads(usize::MAX).expect_err("more threads than rayon can start");
         assert!(err.to_string().contains("set_num_threads"), "{err}");
         assert_eq!(num_threads(), before);
+    }
+
+    #[test]
+    fn four_slices_are_cut_at_the_same_element_at_every_size() {
+        // Alone, cut in two for the helper, and shared out over the pool.
+        for len in [5, MIN_PAIR_ELEMENTS + 7, 3 * CHUNK + 5, MIN_PARALLEL_ELEMENTS + 9] {
+            let mut a: Vec<f64> = (0..len).map(|i| i as f64).collect();
+            let mut b = vec![0.0; len];
+            let mut c = vec![0.0; len];
+            let d: Vec<f64> = (0..len).map(|i| 2.0 * i as f64).collect();
+            for_each_chunk_of_four(&mut a, &mut b, &mut c, &d, |a, b, c, d| {
+                assert!(a.len() == b.len() && b.len() == c.len() && c.len() == d.len());
+                for (((a, b), c), d) in a.iter_mut().zip(b).zip(c).zip(d) {
+                    (*b, *c) = (*a, *d);
+                    *a += d;
+                }
+            });
+            for i in 0..len {
+                let x = i as f64;
+                assert_eq!([a[i], b[i], c[i]], [3.0 * x, x, 2.0 * x], "element {i} of {len}");
+            }
+        }
     }
 
     #[test]
