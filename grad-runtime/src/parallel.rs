@@ -238,6 +238,14 @@ fn pair_mid(len: usize) -> usize {
     len / 2 / CHUNK * CHUNK
 }
 
+/// `dst.copy_from_slice(src)`, shared out as [`for_each_chunk`] shares a
+/// pass: a copy of a medium tensor (a `reshape`'s value or gradient) is
+/// bound by one core's bandwidth, not the machine's.
+pub(crate) fn copy<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
+    debug_assert_eq!(dst.len(), src.len());
+    for_each_chunk(dst, |offset, out| out.copy_from_slice(&src[offset..offset + out.len()]));
+}
+
 /// `f(offset, out_chunk)` for consecutive chunks of [`CHUNK`] elements of
 /// `out` (`offset` is the chunk's first index), in parallel when `out` is
 /// large enough. Each element is written by exactly one call, so the result
@@ -359,6 +367,17 @@ mod tests {
         let err = set_num_threads(usize::MAX).expect_err("more threads than rayon can start");
         assert!(err.to_string().contains("set_num_threads"), "{err}");
         assert_eq!(num_threads(), before);
+    }
+
+    #[test]
+    fn a_copy_is_exact_at_every_size() {
+        // Alone, cut in two for the helper, and shared out over the pool.
+        for len in [0, 5, MIN_PAIR_ELEMENTS + 7, MIN_PARALLEL_ELEMENTS, 5 * CHUNK + 3] {
+            let src: Vec<u32> = (0..len as u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+            let mut dst = vec![0; len];
+            copy(&mut dst, &src);
+            assert!(dst == src, "a copy of {len}");
+        }
     }
 
     #[test]

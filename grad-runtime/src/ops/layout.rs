@@ -10,6 +10,7 @@ use crate::error::ErrorKind;
 use crate::ops::Op;
 use crate::ops::axis::{AxisArg, normalize_axis};
 use crate::ops::sink::GradSink;
+use crate::parallel;
 use crate::tape::NodeId;
 use crate::tensor::TensorRef;
 use crate::{Float, Tape, Var};
@@ -81,7 +82,7 @@ pub fn g_reshape<T: Float>(tp: &mut Tape<T>, x: Var, shape: &[usize]) -> Var {
         return tp.fail(NAME, ErrorKind::ElementCount { from, to }, &[x], location);
     }
     let Some(mut out) = tp.output(NAME, IxDyn(shape), &[x], location) else { return tp.poisoned_var() };
-    out.data.copy_from_slice(&tp.value_of(x).data);
+    parallel::copy(&mut out.data, &tp.value_of(x).data);
     tp.push(Op::Reshape(x), out)
 }
 
@@ -219,7 +220,7 @@ pub(crate) fn transpose_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &Tenso
 }
 
 pub(crate) fn reshape_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &TensorRef<'_, T>, x: NodeId) {
-    sink.contribute(x, |c| c.copy_from_slice(g.data));
+    sink.contribute(x, |c| parallel::copy(c, g.data));
 }
 
 pub(crate) fn slice_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &TensorRef<'_, T>, x: NodeId, starts: &IxDyn) {
