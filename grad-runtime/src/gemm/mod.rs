@@ -9,13 +9,16 @@
 //! both contiguously, and it keeps an `MR × NR` tile of `c` in registers
 //! while it runs down the block. The tile sizes fit the vector registers of
 //! the widest instruction set the CPU has (`simd.rs`): 12 × 32 for `f32`
-//! with AVX-512, 6 × 16 with AVX2, smaller without.
+//! with AVX-512 (6 × 32 for a product whose rows fill tiles of 6 with
+//! less padding, [`rows_for`]), 6 × 16 with AVX2, smaller without.
 //!
 //! **Same bits, whatever the threads.** Threads share the rows of `c` (a
-//! group of whole tiles each); no element's sum is ever split, and every
-//! element is the same chain of fused multiply-adds over the same blocks of
-//! `k` in the same order whichever thread computes it, and whatever the
-//! vector width (an FMA rounds once at every width).
+//! group of whole tiles each), or, for a product of few rows, its columns
+//! (a group of whole panels each, [`by_columns`]); no element's sum is
+//! ever split, and every element is the same chain of fused multiply-adds
+//! over the same blocks of `k` in the same order whichever thread computes
+//! it, whatever the tile, and whatever the vector width (an FMA rounds
+//! once at every width).
 //!
 //! **bf16 products** (`bf16.rs`): the same blocking with other packing and
 //! another micro-kernel, behind the trait [`Micro`] both implement.
@@ -152,10 +155,34 @@ fn tile(level: Level, bytes: usize) -> (usize, usize) {
     }
 }
 
+/// The rows of the tile for a product of `m` rows, given the CPU's tile
+/// of `mr` rows: `mr`, or half of it when that leaves at least 4% fewer
+/// rows of padding to compute. The kernel computes whole tiles, so with 12
+/// rows a product of 64 computes 72, with 6 rows 66. Only for the tiles of
+/// AVX-512, whose halves keep twelve vector accumulators (enough to hide
+/// the latency of the multiply-adds); AVX2's half would keep six. The rows
+/// of a tile do not change any element's sum (each is the same chain of
+/// multiply-adds), only how many padding rows are computed and thrown away.
+fn rows_for(level: Level, mr: usize, m: usize) -> usize {
+    let half = mr / 2;
+    let padded = |rows: usize| m.div_ceil(rows) * rows;
+    if level == Level::Avx512 && padded(half) * 25 <= padded(mr) * 24 { half } else { mr }
+}
+
 /// How many elements of scratch [`gemm`] needs for an `m × k` by `k × n` product.
 pub(crate) fn scratch_len<T>(m: usize, k: usize, n: usize) -> usize {
-    let (mr, nr) = tile(simd::level(), std::mem::size_of::<T>());
-    packed_len(mr, nr, k.min(KC), m, n)
+    let level = simd::level();
+    let (mr, nr) = tile(level, std::mem::size_of::<T>());
+    let depth = k.min(KC);
+    let by_rows = packed_len(mr, nr, depth, m, n);
+    let rows = rows_for(level, mr, m);
+    match split_of(m, k, n, rows) {
+        Split::Pool(pieces) if by_columns(m, n, rows, nr, pieces) => {
+            by_rows.max(pieces * piece_len(rows, nr, depth, m, n, pieces))
+        }
+        Split::Pair if by_columns(m, n, rows, nr, 2) => by_rows.max(2 * piece_len(rows, nr, depth, m, n, 2)),
+        _ => by_rows,
+    }
 }
 
 /// The scratch of a blocked product with an `mr × nr` tile whose packed
@@ -274,9 +301,12 @@ pub(crate) fn gemm_panels<T: Float>(
     if trivial(a.rows(), a.cols(), bt.rows(), c, accumulate) {
         return;
     }
-    let (mr, nr) = tile(simd::level(), std::mem::size_of::<T>());
-    match (mr, nr) {
+    let level = simd::level();
+    let (mr, nr) = tile(level, std::mem::size_of::<T>());
+    // Never more padding than the full tile's, so the scratch sized for it suffices.
+    match (rows_for(level, mr, a.rows()), nr) {
         (12, 32) => blocked::<T, Fma, 12, 32>(a, bt, c, accumulate, scratch),
+        (6, 32) => blocked::<T, Fma, 6, 32>(a, bt, c, accumulate, scratch),
         (12, 16) => blocked::<T, Fma, 12, 16>(a, bt, c, accumulate, scratch),
         (6, 16) => blocked::<T, Fma, 6, 16>(a, bt, c, accumulate, scratch),
         (6, 8) => blocked::<T, Fma, 6, 8>(a, bt, c, accumulate, scratch),
@@ -320,21 +350,146 @@ fn blocked<T: Float, K: Micro<T>, const MR: usize, const NR: usize>(
     scratch: &mut [T],
 ) {
     let (m, k, n) = (a.rows(), a.cols(), bt.rows());
-    let threads = parallel::num_threads();
-    let flops = m.saturating_mul(n).saturating_mul(k);
-    let split = if flops >= MIN_PARALLEL_FLOPS && m > MR && threads > 1 {
-        Split::Pool(threads)
-    } else if flops >= MIN_PAIR_FLOPS && m >= 2 * MR && threads > 1 {
-        Split::Pair
-    } else {
-        Split::Alone
+    let split = split_of(m, k, n, MR);
+    let pieces = match split {
+        Split::Pool(threads) => threads,
+        Split::Pair => 2,
+        Split::Alone => 1,
     };
+    let piece = piece_len(MR, NR, K::depth(k.min(KC)), m, n, pieces);
+    if pieces > 1 && by_columns(m, n, MR, NR, pieces) && scratch.len() >= pieces * piece {
+        return columns::<T, K, MR, NR>(a, bt, c, accumulate, &mut scratch[..pieces * piece], (split, pieces));
+    }
     // One hand-off to the pool for the whole product, not one for each
     // packing of `b` and each block's rows: inside it, the pool's threads
     // share those out among themselves, and a caller outside the pool
     // (which waits on a lock while they work) is woken once.
     let pooled = matches!(split, Split::Pool(_));
     parallel::run(pooled, || blocks::<T, K, MR, NR>(a, bt, c, accumulate, scratch, split));
+}
+
+/// How an `m × k` by `k × n` product in tiles of `mr` rows is shared out:
+/// over the pool from [`MIN_PARALLEL_FLOPS`] multiply-adds, between the
+/// caller and the helper from [`MIN_PAIR_FLOPS`], when it has the rows.
+fn split_of(m: usize, k: usize, n: usize, mr: usize) -> Split {
+    let threads = parallel::num_threads();
+    let flops = m.saturating_mul(n).saturating_mul(k);
+    if flops >= MIN_PARALLEL_FLOPS && m > mr && threads > 1 {
+        Split::Pool(threads)
+    } else if flops >= MIN_PAIR_FLOPS && m >= 2 * mr && threads > 1 {
+        Split::Pair
+    } else {
+        Split::Alone
+    }
+}
+
+/// Whether `pieces` threads share an `m × n` product by its columns rather
+/// than its rows: when a thread then computes at least 5% fewer elements
+/// of whole tiles. A product of few rows has few panels of them: 64 rows
+/// in tiles of 6 are eleven panels, six for the busier of two threads
+/// (36 rows of all 256 columns), where by columns each computes 66 rows of
+/// 128. Each thread then also packs only the part of `b` it reads, into
+/// its own cache, where by rows every thread reads every panel of `b`,
+/// half of them packed by the other.
+fn by_columns(m: usize, n: usize, mr: usize, nr: usize, pieces: usize) -> bool {
+    let by_rows = m.div_ceil(mr).div_ceil(pieces) * mr * n.div_ceil(nr) * nr;
+    let by_columns = m.div_ceil(mr) * mr * n.div_ceil(nr).div_ceil(pieces) * nr;
+    by_columns * 20 < by_rows * 19
+}
+
+/// The columns of `b` each of `pieces` pieces of a split by columns gets
+/// (whole panels; the last piece may get fewer).
+fn piece_width(n: usize, nr: usize, pieces: usize) -> usize {
+    (n.div_ceil(nr).div_ceil(pieces) * nr).min(n)
+}
+
+/// The scratch of one piece of a split by columns: its packing (all of
+/// `a`, its panels of `b`) and its block of `c`.
+fn piece_len(mr: usize, nr: usize, depth: usize, m: usize, n: usize, pieces: usize) -> usize {
+    let width = piece_width(n, nr, pieces);
+    packed_len(mr, nr, depth, m, width) + m * width
+}
+
+/// Rows `first..first + count` of `bt` (columns of `b`): the part of `b`
+/// one piece of a split by columns reads. `first` is a whole number of
+/// panels.
+struct RowsOf<'p, P> {
+    bt: &'p P,
+    first: usize,
+    count: usize,
+}
+
+impl<T: Float, P: Panels<T>> Panels<T> for RowsOf<'_, P> {
+    fn rows(&self) -> usize {
+        self.count
+    }
+
+    fn cols(&self) -> usize {
+        self.bt.cols()
+    }
+
+    fn pack<K: Micro<T>, const R: usize>(&self, pc: usize, kc: usize, first_panel: usize, packed: &mut [T]) {
+        debug_assert_eq!(self.first % R, 0);
+        self.bt.pack::<K, R>(pc, kc, self.first / R + first_panel, packed);
+    }
+}
+
+/// [`blocked`] shared out by columns (see [`by_columns`]): each piece of
+/// whole panels of `b` is a product of its own, all rows of `a` by its
+/// columns, into a block of its own, then copied into `c`. A piece's
+/// block starts as its part of `c` when accumulating, so every element is
+/// the same chain of multiply-adds as by rows or on one thread: the same
+/// bits. `scratch` holds one [`piece_len`] a piece.
+fn columns<T: Float, K: Micro<T>, const MR: usize, const NR: usize>(
+    a: &impl Panels<T>,
+    bt: &impl Panels<T>,
+    c: &mut [T],
+    accumulate: bool,
+    scratch: &mut [T],
+    (split, pieces): (Split, usize),
+) {
+    let (m, n) = (a.rows(), bt.rows());
+    let width = piece_width(n, NR, pieces);
+    let piece_scratch = scratch.len() / pieces;
+    // Piece `index`'s columns, from the first, and its block of `c` in `scratch`.
+    let cols_of = |index: usize| (index * width, width.min(n.saturating_sub(index * width)));
+    let piece = |index: usize, scratch: &mut [T], c: &[T]| {
+        let (first, cols) = cols_of(index);
+        if cols == 0 {
+            return;
+        }
+        let (packing, block) = scratch.split_at_mut(scratch.len() - m * width);
+        let block = &mut block[..m * cols];
+        if accumulate {
+            for (row, from) in block.chunks_exact_mut(cols).zip(c.chunks_exact(n)) {
+                row.copy_from_slice(&from[first..first + cols]);
+            }
+        }
+        let part = RowsOf { bt, first, count: cols };
+        blocks::<T, K, MR, NR>(a, &part, block, accumulate, packing, Split::Alone);
+    };
+    {
+        let c = &*c;
+        match split {
+            Split::Pool(_) => parallel::run(true, || {
+                scratch.par_chunks_mut(piece_scratch).enumerate().for_each(|(index, s)| piece(index, s, c))
+            }),
+            _ => {
+                let (first, second) = scratch.split_at_mut(piece_scratch);
+                pair::pair(|| piece(0, first, c), || piece(1, second, c));
+            }
+        }
+    }
+    for (index, s) in scratch.chunks_exact(piece_scratch).enumerate() {
+        let (first, cols) = cols_of(index);
+        if cols == 0 {
+            continue;
+        }
+        let block = &s[s.len() - m * width..][..m * cols];
+        for (row, to) in block.chunks_exact(cols).zip(c.chunks_exact_mut(n)) {
+            to[first..first + cols].copy_from_slice(row);
+        }
+    }
 }
 
 /// [`blocked`]'s blocks of `n` and `k`, their rows shared out as `split`
@@ -444,6 +599,9 @@ mod tests {
             (25, 2 * KC + 1, 17),
             (40, 2 * KC + 1, 60),
             (13, 90, NC + 5),
+            // Multiples of 12 rows, which keep the full tile on AVX-512.
+            (24, 300, 40),
+            (36, 2 * KC + 1, 33),
         ];
         for (m, k, n) in shapes {
             let (a_data, b_data) = (integers::<T>(m * k, 1), integers::<T>(k * n, 2));
@@ -463,6 +621,92 @@ mod tests {
                 assert!(c == doubled, "c += a @ b, {m}x{k} by {k}x{n}, strides {strides:?}");
             }
         }
+    }
+
+    #[test]
+    fn a_tile_of_half_the_rows_is_taken_where_it_computes_fewer_padding_rows() {
+        // 64 rows: 72 computed in tiles of 12, 66 in tiles of 6.
+        assert_eq!(rows_for(Level::Avx512, 12, 64), 6);
+        assert_eq!(rows_for(Level::Avx512, 12, 1), 6);
+        // 1024 rows: 1032 against 1026, under 4% fewer; 144 and 36 fill tiles of 12.
+        assert_eq!(rows_for(Level::Avx512, 12, 1024), 12);
+        assert_eq!(rows_for(Level::Avx512, 12, 144), 12);
+        assert_eq!(rows_for(Level::Avx512, 12, 36), 12);
+        // AVX2's tile is never halved.
+        assert_eq!(rows_for(Level::Avx2, 6, 64), 6);
+        assert_eq!(rows_for(Level::Avx2, 6, 1), 6);
+    }
+
+    /// The same product in tiles of `MR` and of `MR / 2` rows: the same
+    /// bits, on values whose sums round (any other order of terms would
+    /// show), over one and several blocks of `k`, written and accumulated.
+    fn half_tiles_give_the_same_bits<T: Float, const MR: usize, const HALF: usize, const NR: usize>() {
+        let mut rng = crate::Rng::new(7);
+        for (m, k, n) in [(1, 5, 3), (13, 300, 70), (64, 90, 33), (40, 2 * KC + 1, 45)] {
+            let a_data: Vec<T> = (0..m * k).map(|_| T::from_f64(rng.normal())).collect();
+            let b_data: Vec<T> = (0..k * n).map(|_| T::from_f64(rng.normal())).collect();
+            let (a, b) = (MatRef::row_major(&a_data, m, k), MatRef::row_major(&b_data, k, n));
+            let mut scratch = vec![T::zero(); packed_len(MR, NR, k.min(KC), m, n)];
+            for accumulate in [false, true] {
+                let start: Vec<T> = (0..m * n).map(|_| T::from_f64(rng.normal())).collect();
+                let (mut full, mut half) = (start.clone(), start);
+                blocked::<T, Fma, MR, NR>(&a, &b.t(), &mut full, accumulate, &mut scratch);
+                blocked::<T, Fma, HALF, NR>(&a, &b.t(), &mut half, accumulate, &mut scratch);
+                let bits = |x: &T| Float::to_f64(*x).to_bits();
+                let same = full.iter().zip(&half).all(|(x, y)| bits(x) == bits(y));
+                assert!(same, "{m}x{k} by {k}x{n}, accumulate {accumulate}: tiles of {MR} and {HALF} rows differ");
+            }
+        }
+    }
+
+    /// A product shared out by columns, over two and three pieces (on the
+    /// pool and on the pair of threads): the same bits as on one thread,
+    /// with ragged last pieces, a piece left with no columns, several
+    /// blocks of `k`, written and accumulated.
+    #[test]
+    fn a_split_by_columns_gives_the_same_bits_as_one_thread() {
+        let mut rng = crate::Rng::new(11);
+        for (m, k, n) in [(64, 300, 256), (5, 7, 70), (13, 2 * KC + 1, 100), (7, 20, 40)] {
+            let a_data: Vec<f32> = (0..m * k).map(|_| rng.normal() as f32).collect();
+            let b_data: Vec<f32> = (0..k * n).map(|_| rng.normal() as f32).collect();
+            let (a, b) = (MatRef::row_major(&a_data, m, k), MatRef::row_major(&b_data, k, n));
+            for accumulate in [false, true] {
+                let start: Vec<f32> = (0..m * n).map(|_| rng.normal() as f32).collect();
+                let mut alone = start.clone();
+                let mut scratch = vec![0.0; packed_len(6, 32, k.min(KC), m, n)];
+                blocks::<f32, Fma, 6, 32>(&a, &b.t(), &mut alone, accumulate, &mut scratch, Split::Alone);
+                for (split, pieces) in [(Split::Pair, 2), (Split::Pool(2), 2), (Split::Pool(3), 3)] {
+                    let mut c = start.clone();
+                    let mut scratch = vec![0.0; pieces * piece_len(6, 32, k.min(KC), m, n, pieces)];
+                    columns::<f32, Fma, 6, 32>(&a, &b.t(), &mut c, accumulate, &mut scratch, (split, pieces));
+                    let same = c.iter().zip(&alone).all(|(x, y)| x.to_bits() == y.to_bits());
+                    assert!(same, "{m}x{k} by {k}x{n} in {pieces} pieces, accumulate {accumulate}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_product_of_few_rows_is_split_by_columns() {
+        // 64 rows in tiles of 6: six panels (36 rows) of all 256 columns for
+        // the busier thread by rows, 66 rows of 128 by columns.
+        assert!(by_columns(64, 256, 6, 32, 2));
+        // As many elements either way: by rows, as before.
+        assert!(!by_columns(64, 256, 12, 32, 2));
+        assert!(!by_columns(1024, 384, 12, 32, 2));
+        assert!(!by_columns(784, 256, 12, 32, 2));
+        // One panel of columns cannot be shared.
+        assert!(!by_columns(64, 10, 6, 32, 2));
+    }
+
+    #[test]
+    fn f32_half_tiles_give_the_same_bits() {
+        half_tiles_give_the_same_bits::<f32, 12, 6, 32>();
+    }
+
+    #[test]
+    fn f64_half_tiles_give_the_same_bits() {
+        half_tiles_give_the_same_bits::<f64, 12, 6, 16>();
     }
 
     #[test]
