@@ -165,7 +165,8 @@ fn tile(level: Level, bytes: usize) -> (usize, usize) {
 /// multiply-adds), only how many padding rows are computed and thrown away.
 fn rows_for(level: Level, mr: usize, m: usize) -> usize {
     let half = mr / 2;
-    let padded = |rows: usize| m.div_ceil(rows) * rows;
+    // In u128: a shape's `m` may be near `usize::MAX` when it has no elements.
+    let padded = |rows: usize| (m as u128).div_ceil(rows as u128) * rows as u128;
     if level == Level::Avx512 && padded(half) * 25 <= padded(mr) * 24 { half } else { mr }
 }
 
@@ -178,9 +179,11 @@ pub(crate) fn scratch_len<T>(m: usize, k: usize, n: usize) -> usize {
     let rows = rows_for(level, mr, m);
     match split_of(m, k, n, rows) {
         Split::Pool(pieces) if by_columns(m, n, rows, nr, pieces) => {
-            by_rows.max(pieces * piece_len(rows, nr, depth, m, n, pieces))
+            by_rows.max(pieces.saturating_mul(piece_len(rows, nr, depth, m, n, pieces)))
         }
-        Split::Pair if by_columns(m, n, rows, nr, 2) => by_rows.max(2 * piece_len(rows, nr, depth, m, n, 2)),
+        Split::Pair if by_columns(m, n, rows, nr, 2) => {
+            by_rows.max(2usize.saturating_mul(piece_len(rows, nr, depth, m, n, 2)))
+        }
         _ => by_rows,
     }
 }
@@ -356,9 +359,11 @@ fn blocked<T: Float, K: Micro<T>, const MR: usize, const NR: usize>(
         Split::Pair => 2,
         Split::Alone => 1,
     };
-    let piece = piece_len(MR, NR, K::depth(k.min(KC)), m, n, pieces);
-    if pieces > 1 && by_columns(m, n, MR, NR, pieces) && scratch.len() >= pieces * piece {
-        return columns::<T, K, MR, NR>(a, bt, c, accumulate, &mut scratch[..pieces * piece], (split, pieces));
+    if pieces > 1 && by_columns(m, n, MR, NR, pieces) {
+        let len = pieces.saturating_mul(piece_len(MR, NR, K::depth(k.min(KC)), m, n, pieces));
+        if scratch.len() >= len {
+            return columns::<T, K, MR, NR>(a, bt, c, accumulate, &mut scratch[..len], (split, pieces));
+        }
     }
     // One hand-off to the pool for the whole product, not one for each
     // packing of `b` and each block's rows: inside it, the pool's threads
@@ -392,6 +397,7 @@ fn split_of(m: usize, k: usize, n: usize, mr: usize) -> Split {
 /// its own cache, where by rows every thread reads every panel of `b`,
 /// half of them packed by the other.
 fn by_columns(m: usize, n: usize, mr: usize, nr: usize, pieces: usize) -> bool {
+    let [m, n, mr, nr, pieces] = [m, n, mr, nr, pieces].map(|x| x as u128);
     let by_rows = m.div_ceil(mr).div_ceil(pieces) * mr * n.div_ceil(nr) * nr;
     let by_columns = m.div_ceil(mr) * mr * n.div_ceil(nr).div_ceil(pieces) * nr;
     by_columns * 20 < by_rows * 19
@@ -400,14 +406,16 @@ fn by_columns(m: usize, n: usize, mr: usize, nr: usize, pieces: usize) -> bool {
 /// The columns of `b` each of `pieces` pieces of a split by columns gets
 /// (whole panels; the last piece may get fewer).
 fn piece_width(n: usize, nr: usize, pieces: usize) -> usize {
-    (n.div_ceil(nr).div_ceil(pieces) * nr).min(n)
+    n.div_ceil(nr).div_ceil(pieces).saturating_mul(nr).min(n)
 }
 
 /// The scratch of one piece of a split by columns: its packing (all of
-/// `a`, its panels of `b`) and its block of `c`.
+/// `a`, its panels of `b`) and its block of `c` (saturated: a product too
+/// large for it is never split by columns).
 fn piece_len(mr: usize, nr: usize, depth: usize, m: usize, n: usize, pieces: usize) -> usize {
-    let width = piece_width(n, nr, pieces);
-    packed_len(mr, nr, depth, m, width) + m * width
+    let [mr, nr, depth, m, width] = [mr, nr, depth, m, piece_width(n, nr, pieces)].map(|x| x as u128);
+    let packed = m.div_ceil(mr) * mr * depth + width.min(NC as u128).div_ceil(nr) * nr * depth;
+    usize::try_from(packed + m * width).unwrap_or(usize::MAX)
 }
 
 /// Rows `first..first + count` of `bt` (columns of `b`): the part of `b`
