@@ -177,14 +177,11 @@ pub(crate) fn scratch_len<T>(m: usize, k: usize, n: usize) -> usize {
     let depth = k.min(KC);
     let by_rows = packed_len(mr, nr, depth, m, n);
     let rows = rows_for(level, mr, m);
-    match split_of(m, k, n, rows) {
-        Split::Pool(pieces) if by_columns(m, n, rows, nr, pieces) => {
-            by_rows.max(pieces.saturating_mul(piece_len(rows, nr, depth, m, n, pieces)))
-        }
-        Split::Pair if by_columns(m, n, rows, nr, 2) => {
-            by_rows.max(2usize.saturating_mul(piece_len(rows, nr, depth, m, n, 2)))
-        }
-        _ => by_rows,
+    let pieces = split_of(m, k, n, rows).pieces();
+    if pieces > 1 && by_columns(m, n, rows, nr, pieces) {
+        by_rows.max(pieces.saturating_mul(piece_len(rows, nr, depth, m, n, pieces)))
+    } else {
+        by_rows
     }
 }
 
@@ -343,6 +340,17 @@ enum Split {
     Alone,
 }
 
+impl Split {
+    /// How many threads share the product.
+    fn pieces(self) -> usize {
+        match self {
+            Split::Pool(threads) => threads,
+            Split::Pair => 2,
+            Split::Alone => 1,
+        }
+    }
+}
+
 /// The blocked product `a @ b` (`b` given as `bt`, its transpose) with
 /// the `MR × NR` micro-kernel of `K`; `m`, `n` and `k` are not zero.
 fn blocked<T: Float, K: Micro<T>, const MR: usize, const NR: usize>(
@@ -354,15 +362,11 @@ fn blocked<T: Float, K: Micro<T>, const MR: usize, const NR: usize>(
 ) {
     let (m, k, n) = (a.rows(), a.cols(), bt.rows());
     let split = split_of(m, k, n, MR);
-    let pieces = match split {
-        Split::Pool(threads) => threads,
-        Split::Pair => 2,
-        Split::Alone => 1,
-    };
+    let pieces = split.pieces();
     if pieces > 1 && by_columns(m, n, MR, NR, pieces) {
         let len = pieces.saturating_mul(piece_len(MR, NR, K::depth(k.min(KC)), m, n, pieces));
         if scratch.len() >= len {
-            return columns::<T, K, MR, NR>(a, bt, c, accumulate, &mut scratch[..len], (split, pieces));
+            return columns::<T, K, MR, NR>(a, bt, c, accumulate, &mut scratch[..len], split);
         }
     }
     // One hand-off to the pool for the whole product, not one for each
@@ -454,19 +458,21 @@ fn columns<T: Float, K: Micro<T>, const MR: usize, const NR: usize>(
     c: &mut [T],
     accumulate: bool,
     scratch: &mut [T],
-    (split, pieces): (Split, usize),
+    split: Split,
 ) {
-    let (m, n) = (a.rows(), bt.rows());
+    let (m, n, pieces) = (a.rows(), bt.rows(), split.pieces());
     let width = piece_width(n, NR, pieces);
     let piece_scratch = scratch.len() / pieces;
-    // Piece `index`'s columns, from the first, and its block of `c` in `scratch`.
+    // Where a piece's block of `c` starts in its scratch, after its packing.
+    let block_at = piece_scratch - m * width;
+    // Piece `index`'s columns: the first, and how many.
     let cols_of = |index: usize| (index * width, width.min(n.saturating_sub(index * width)));
     let piece = |index: usize, scratch: &mut [T], c: &[T]| {
         let (first, cols) = cols_of(index);
         if cols == 0 {
             return;
         }
-        let (packing, block) = scratch.split_at_mut(scratch.len() - m * width);
+        let (packing, block) = scratch.split_at_mut(block_at);
         let block = &mut block[..m * cols];
         if accumulate {
             for (row, from) in block.chunks_exact_mut(cols).zip(c.chunks_exact(n)) {
@@ -493,7 +499,7 @@ fn columns<T: Float, K: Micro<T>, const MR: usize, const NR: usize>(
         if cols == 0 {
             continue;
         }
-        let block = &s[s.len() - m * width..][..m * cols];
+        let block = &s[block_at..][..m * cols];
         for (row, to) in block.chunks_exact(cols).zip(c.chunks_exact_mut(n)) {
             to[first..first + cols].copy_from_slice(row);
         }
@@ -683,10 +689,11 @@ mod tests {
                 let mut alone = start.clone();
                 let mut scratch = vec![0.0; packed_len(6, 32, k.min(KC), m, n)];
                 blocks::<f32, Fma, 6, 32>(&a, &b.t(), &mut alone, accumulate, &mut scratch, Split::Alone);
-                for (split, pieces) in [(Split::Pair, 2), (Split::Pool(2), 2), (Split::Pool(3), 3)] {
+                for split in [Split::Pair, Split::Pool(2), Split::Pool(3)] {
+                    let pieces = split.pieces();
                     let mut c = start.clone();
                     let mut scratch = vec![0.0; pieces * piece_len(6, 32, k.min(KC), m, n, pieces)];
-                    columns::<f32, Fma, 6, 32>(&a, &b.t(), &mut c, accumulate, &mut scratch, (split, pieces));
+                    columns::<f32, Fma, 6, 32>(&a, &b.t(), &mut c, accumulate, &mut scratch, split);
                     let same = c.iter().zip(&alone).all(|(x, y)| x.to_bits() == y.to_bits());
                     assert!(same, "{m}x{k} by {k}x{n} in {pieces} pieces, accumulate {accumulate}");
                 }
