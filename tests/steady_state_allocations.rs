@@ -253,3 +253,23 @@ fn a_gradient_penalty_step_allocates_nothing_after_the_second_step() {
         assert_eq!(n, 1, "the returned Vec");
     }
 }
+
+#[test]
+fn a_hessian_vector_product_loop_allocates_nothing_after_the_second_step() {
+    let mut tape = Tape::<f32>::new();
+    let x = tape.constant(Array2::from_shape_fn((8, 4), |(i, j)| (i as f32 - j as f32) / 8.0));
+    let w = tape.param(Array2::from_shape_fn((4, 3), |(i, j)| (i + 2 * j) as f32 / 10.0 - 0.3));
+    let v = tape.constant(Array2::from_shape_fn((4, 3), |(i, j)| (i * 3 + j) as f32 / 12.0));
+    let mark = tape.mark();
+    let mut counts = Vec::new();
+    for _ in 0..5 {
+        let (n, ()) = allocations_in(|| {
+            let loss = grad!(tape; x: [8, 4], w: [4, 3]; sum(tanh(x @ w) * (x @ w)));
+            tape.hvp(loss, &[w], &[v]).unwrap();
+            tape.reset_to(mark);
+        });
+        counts.push(n);
+    }
+    assert!(counts[0] > 10, "the first step fills the pools: {counts:?}");
+    assert_eq!(&counts[2..], [0, 0, 0], "steady state: {counts:?}");
+}

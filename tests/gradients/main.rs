@@ -18,6 +18,7 @@ mod dropout;
 mod embedding;
 mod fused;
 mod group_norm;
+mod hvp;
 mod index;
 mod layer_norm;
 mod layout;

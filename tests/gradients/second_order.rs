@@ -538,7 +538,7 @@ fn an_op_without_a_graph_backward_is_an_error_naming_it_and_records_nothing() {
 
 /// The program of an oracle case, by name, in the library's ops (the
 /// generator writes each in PyTorch's).
-fn oracle_program(name: &str, tp: &mut Tape<f64>, v: &[Var]) -> Var {
+pub(crate) fn oracle_program(name: &str, tp: &mut Tape<f64>, v: &[Var]) -> Var {
     let s = squashed;
     let unary = |tp: &mut Tape<f64>, f: fn(&mut Tape<f64>, Var) -> Var| {
         let y = f(tp, v[0]);
@@ -697,7 +697,7 @@ fn oracle_program(name: &str, tp: &mut Tape<f64>, v: &[Var]) -> Var {
     g_sum(tp, out)
 }
 
-fn json_array(value: &serde_json::Value) -> ArrayD<f64> {
+pub(crate) fn json_array(value: &serde_json::Value) -> ArrayD<f64> {
     let shape: Vec<usize> = value["shape"].as_array().unwrap().iter().map(|d| d.as_u64().unwrap() as usize).collect();
     let data: Vec<f64> = value["data"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
     ArrayD::from_shape_vec(IxDyn(&shape), data).expect("data length matches shape")

@@ -166,18 +166,18 @@ fn rule<T: Float>(
             let (va, vb) = (var(tp, a), var(tp, b));
             if wants(a) {
                 let ga = if ta {
-                    matmul::matmul_transposed(tp, bmm, [vb, g], [tb, true])
+                    matmul::gradient_product(tp, bmm, [vb, g], [tb, true], a)
                 } else {
-                    matmul::matmul_transposed(tp, bmm, [g, vb], [false, !tb])
+                    matmul::gradient_product(tp, bmm, [g, vb], [false, !tb], a)
                 };
                 let ga = unbroadcast(tp, ga, a);
                 add(tp, a, ga);
             }
             if wants(b) {
                 let gb = if tb {
-                    matmul::matmul_transposed(tp, bmm, [g, va], [true, ta])
+                    matmul::gradient_product(tp, bmm, [g, va], [true, ta], b)
                 } else {
-                    matmul::matmul_transposed(tp, bmm, [va, g], [!ta, false])
+                    matmul::gradient_product(tp, bmm, [va, g], [!ta, false], b)
                 };
                 let gb = unbroadcast(tp, gb, b);
                 add(tp, b, gb);

@@ -162,16 +162,75 @@ fn product<T: Float>(
         Err(kind) => return tp.fail(name, kind, &[a, b], location),
     };
     let Some(mut out) = tp.output(name, plan.out_shape.clone(), &[a, b], location) else { return tp.poisoned_var() };
+    compute(tp, &plan, precision, [a, b], transposed, &mut out.data);
+    tp.push(op(a, b, Product { precision, transposed }), out)
+}
+
+/// `out = op(a) @ op(b)` as `plan` decomposes it.
+fn compute<T: Float>(
+    tp: &mut Tape<T>,
+    plan: &Plan,
+    precision: Precision,
+    [a, b]: [NodeId; 2],
+    [ta, tb]: [bool; 2],
+    out: &mut [T],
+) {
     let pieces = plan.pieces();
     let mut scratch = tp.scratch(pieces * gemm::scratch_len_in::<T>(precision, plan.m, plan.k, plan.n));
     let (va, vb) = (tp.value_of(a), tp.value_of(b));
-    let [ta, tb] = transposed;
     let [sa, sb] = &plan.read;
-    plan.run(precision, sa.slice(), sb.slice(), &mut out.data, (&mut scratch, pieces), |ia, ib| {
+    plan.run(precision, sa.slice(), sb.slice(), out, (&mut scratch, pieces), |ia, ib| {
         (read(&va.data[ia..], plan.m, plan.k, ta), read(&vb.data[ib..], plan.k, plan.n, tb))
     });
     tp.recycle(scratch);
-    tp.push(op(a, b, Product { precision, transposed }), out)
+}
+
+/// A recorded backward pass's gradient product for input `of`: what
+/// [`matmul_transposed`] records, except while [`Tape::hvp`] records a
+/// gradient nothing but its own walk may read. Then a product of `of`'s
+/// shape (its whole contribution, no batch to sum) is recorded without
+/// running its GEMM and listed as deferred: the walk computes it when it
+/// first reads it ([`fill_product`]), and the gradient of an input that
+/// nothing reads, which `hvp` only seeds backward with, is never computed
+/// (the dead product a compiler's dead-code elimination drops).
+#[track_caller]
+pub(crate) fn gradient_product<T: Float>(
+    tp: &mut Tape<T>,
+    bmm: bool,
+    operands: [Var; 2],
+    transposed: [bool; 2],
+    of: NodeId,
+) -> Var {
+    if !tp.defers_products() {
+        return matmul_transposed(tp, bmm, operands, transposed);
+    }
+    let name = if bmm { "g_bmm" } else { "g_matmul" };
+    let location = Location::caller();
+    let Some([a, b]) = tp.resolve(name, operands, location) else {
+        return tp.poisoned_var();
+    };
+    let plan = match Plan::new(tp.shape(a), tp.shape(b), transposed) {
+        Ok(plan) if plan.out_shape.slice() == tp.shape(of) => plan,
+        _ => return matmul_transposed(tp, bmm, operands, transposed),
+    };
+    let Some(out) = tp.output(name, plan.out_shape, &[a, b], location) else { return tp.poisoned_var() };
+    let op = if bmm { Op::Bmm } else { Op::MatMul };
+    let product = tp.push(op(a, b, Product { precision: tp.matmul_precision(), transposed }), out);
+    tp.defer(product);
+    product
+}
+
+/// Computes the value of product node `id`, recorded deferred by
+/// [`gradient_product`], where it lies.
+pub(crate) fn fill_product<T: Float>(tp: &mut Tape<T>, id: NodeId) {
+    let (Op::MatMul(a, b, product) | Op::Bmm(a, b, product)) = *tp.op_of(id) else {
+        unreachable!("invariant: only products are deferred")
+    };
+    let plan = Plan::new(tp.shape(a), tp.shape(b), product.transposed)
+        .expect("invariant: the shapes were checked when the product was recorded");
+    let mut data = std::mem::take(tp.data_mut(id));
+    compute(tp, &plan, product.precision, [a, b], product.transposed, &mut data);
+    *tp.data_mut(id) = data;
 }
 
 /// How a product of two shapes decomposes into GEMMs.

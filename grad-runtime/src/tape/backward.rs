@@ -160,6 +160,21 @@ impl<T: Float> Tape<T> {
         Ok(())
     }
 
+    /// Node `id`'s rule with node `seed`'s value as its whole gradient,
+    /// read where it lies (no slot): `hvp`'s seed at a product nothing
+    /// read. Not in anomaly mode, which computes every product.
+    pub(super) fn rule_with(&mut self, id: NodeId, seed: NodeId) {
+        debug_assert!(!self.detect_anomaly());
+        let node = &self.nodes[id];
+        if !node.requires_grad {
+            return;
+        }
+        let (inputs, _) = self.grads.split_at_mut(id);
+        let mut sink = GradSink::new(&self.nodes, inputs, &mut self.pool);
+        let g = TensorRef { shape: &node.value.shape, data: &self.nodes[seed].value.data };
+        node.op.backward(&mut sink, &g, &node.value);
+    }
+
     /// After node `id`'s rule ran: its gradient is no longer needed by
     /// backward, so it goes back to the pool unless the tape keeps the
     /// gradients of intermediate nodes (parameters' always stay).
@@ -170,7 +185,7 @@ impl<T: Float> Tape<T> {
     }
 
     /// Clears every gradient except the parameters' (which accumulate).
-    fn clear_intermediate_grads(&mut self) {
+    pub(super) fn clear_intermediate_grads(&mut self) {
         for (node, slot) in self.nodes.iter().zip(self.grads.iter_mut()) {
             if !matches!(node.op, Op::Param) {
                 slot.clear();

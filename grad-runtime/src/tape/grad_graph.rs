@@ -8,7 +8,7 @@ use std::panic::Location;
 use ndarray::Dimension;
 
 use crate::error::{ErrorKind, GradError};
-use crate::ops::{Op, backward_graph};
+use crate::ops::{Op, backward_graph, matmul};
 use crate::tape::NodeId;
 use crate::{Float, Tape, Var, g_add};
 
@@ -58,7 +58,7 @@ impl<T: Float> Tape<T> {
     #[track_caller]
     pub fn grad_graph(&mut self, y: Var, xs: &[Var]) -> Result<Vec<Var>, GradError> {
         let mut grads = Vec::with_capacity(xs.len());
-        self.record_gradients(y, xs, Location::caller(), |_, g| grads.push(g))?;
+        self.record_gradients(y, xs, false, Location::caller(), |_, g| grads.push(g))?;
         Ok(grads)
     }
 
@@ -71,17 +71,22 @@ impl<T: Float> Tape<T> {
         location: &'static Location<'static>,
     ) -> Result<Var, GradError> {
         let mut grad = None;
-        self.record_gradients(y, &[x], location, |_, g| grad = Some(g))?;
+        self.record_gradients(y, &[x], false, location, |_, g| grad = Some(g))?;
         Ok(grad.expect("invariant: one gradient per input"))
     }
 
     /// Records the gradients and hands each input's to `each(k, gradient)`,
     /// in order. Its working vectors are the tape's, kept between calls, so
     /// a steady state allocates nothing here.
-    fn record_gradients(
+    ///
+    /// With `unread` (what [`hvp`](Tape::hvp) asks for), nothing may read
+    /// the gradients handed over but a backward seeded at them: the
+    /// gradient products the walk itself never reads are left uncomputed.
+    pub(super) fn record_gradients(
         &mut self,
         y: Var,
         xs: &[Var],
+        unread: bool,
         location: &'static Location<'static>,
         mut each: impl FnMut(usize, Var),
     ) -> Result<(), GradError> {
@@ -101,7 +106,7 @@ impl<T: Float> Tape<T> {
         }
         let mut scratch = std::mem::take(&mut self.graph_scratch);
         self.on_paths(xs, y_id, &mut scratch);
-        let result = self.record_walk(y_id, xs, &mut scratch, location, &mut each);
+        let result = self.record_walk(y_id, xs, unread, &mut scratch, location, &mut each);
         self.graph_scratch = scratch;
         result
     }
@@ -111,6 +116,7 @@ impl<T: Float> Tape<T> {
         &mut self,
         y_id: NodeId,
         xs: &[Var],
+        unread: bool,
         scratch: &mut GraphScratch,
         location: &'static Location<'static>,
         each: &mut impl FnMut(usize, Var),
@@ -122,7 +128,16 @@ impl<T: Float> Tape<T> {
         scratch.adjoints.clear();
         scratch.adjoints.resize(self.nodes.len(), None);
         scratch.adjoints[y_id] = Some(seed);
-        if let Err(op) = self.walk_graph(y_id, 0, &scratch.on_path, &mut scratch.adjoints) {
+        scratch.deferred.clear();
+        if unread && !self.detect_anomaly() {
+            // (Anomaly mode checks every value as it is recorded.)
+            self.deferred = Some(std::mem::take(&mut scratch.deferred));
+        }
+        let walked = self.walk_graph(y_id, 0, &scratch.on_path, &mut scratch.adjoints);
+        if let Some(deferred) = self.deferred.take() {
+            scratch.deferred = deferred;
+        }
+        if let Err(op) = walked {
             self.truncate_nodes(before);
             let kind = ErrorKind::NoGraphBackward { op };
             return Err(GradError::new(OP, kind, Vec::new(), location));
@@ -189,6 +204,10 @@ impl<T: Float> Tape<T> {
             if depends.get(id) == Some(&false) {
                 continue;
             }
+            if self.nodes[id].op.any_input(|input| depends.get(input) != Some(&false)) {
+                // Its rule reads it.
+                self.materialize(g);
+            }
             // Taken out while its rule records (the rule reads other
             // nodes, never this one's op), and put back after.
             let op = std::mem::replace(&mut self.nodes[id].op, Op::Constant);
@@ -197,7 +216,11 @@ impl<T: Float> Tape<T> {
                     return;
                 }
                 adjoints[input] = Some(match adjoints[input] {
-                    Some(sum) => g_add(tape, sum, contribution),
+                    Some(sum) => {
+                        tape.materialize(sum);
+                        tape.materialize(contribution);
+                        g_add(tape, sum, contribution)
+                    }
                     None => contribution,
                 });
             };
@@ -213,7 +236,10 @@ impl<T: Float> Tape<T> {
             adjoints.resize(self.nodes.len(), None);
             if root.index() < start {
                 // The replay is one of the node's inputs: no op was recorded.
-                let sum = adjoints[root.index()].map_or(g, |sum| g_add(self, sum, g));
+                let sum = adjoints[root.index()].map_or(g, |sum| {
+                    self.materialize(sum);
+                    g_add(self, sum, g)
+                });
                 adjoints[root.index()] = Some(sum);
             } else {
                 adjoints[root.index()] = Some(g);
@@ -223,11 +249,34 @@ impl<T: Float> Tape<T> {
         Ok(())
     }
 
+    /// Whether gradient products are recorded deferred (see
+    /// [`matmul::gradient_product`](crate::ops::matmul::gradient_product)).
+    pub(crate) fn defers_products(&self) -> bool {
+        self.deferred.is_some()
+    }
+
+    /// Lists `product`, recorded without its value, as deferred.
+    pub(crate) fn defer(&mut self, product: Var) {
+        if let Some(deferred) = &mut self.deferred {
+            deferred.push(product.index());
+        }
+    }
+
+    /// Computes `v`'s value if it is a deferred product: before the walk
+    /// reads it.
+    fn materialize(&mut self, v: Var) {
+        let Some(deferred) = &mut self.deferred else { return };
+        if let Some(at) = deferred.iter().position(|&id| id == v.index()) {
+            deferred.swap_remove(at);
+            matmul::fill_product(self, v.index());
+        }
+    }
+
     /// Drops the nodes from `len` on (their buffers go back to the pools):
     /// what a failed `grad_graph` recorded. The generation moves on, as in
     /// `reset_to`, so a handle to a dropped node (a custom op's
     /// `backward_graph` saw them) can never name a later one.
-    fn truncate_nodes(&mut self, len: usize) {
+    pub(super) fn truncate_nodes(&mut self, len: usize) {
         self.drop_nodes_from(len);
         self.generation += 1;
     }
@@ -242,4 +291,8 @@ pub(crate) struct GraphScratch {
     reaches: Vec<bool>,
     /// Each node's gradient recorded so far, as a handle.
     adjoints: Vec<Option<Var>>,
+    /// The deferred products' list, lent to the tape during a walk.
+    pub(super) deferred: Vec<NodeId>,
+    /// `hvp`'s seeds: each gradient's node and its vector's.
+    pub(super) seeds: Vec<(NodeId, NodeId)>,
 }

@@ -11,6 +11,7 @@ mod backward;
 mod checkpoint;
 mod grad_graph;
 mod grad_slot;
+mod hvp;
 mod inference;
 mod memory;
 mod precision;
@@ -123,6 +124,10 @@ pub struct Tape<T: Float = f32> {
     matmul_precision: Precision,
     /// `grad_graph`'s working vectors, kept for the next call.
     graph_scratch: grad_graph::GraphScratch,
+    /// While [`hvp`](Tape::hvp) records a gradient: the gradient products
+    /// recorded without their values, each computed when the walk first
+    /// reads it (see `grad_graph.rs`).
+    deferred: Option<Vec<NodeId>>,
 }
 
 impl<T: Float> Default for Tape<T> {
@@ -151,6 +156,7 @@ impl<T: Float> Tape<T> {
             keep_intermediate_grads: true,
             matmul_precision: Precision::F32,
             graph_scratch: grad_graph::GraphScratch::default(),
+            deferred: None,
         }
     }
 
@@ -482,6 +488,11 @@ impl<T: Float> Tape<T> {
         &mut self.nodes[id].value.data
     }
 
+    /// A node's value buffer, to compute in place (a deferred product).
+    pub(crate) fn data_mut(&mut self, id: NodeId) -> &mut Vec<T> {
+        &mut self.nodes[id].value.data
+    }
+
     /// The generation a live node was made in.
     pub(crate) fn generation_of(&self, id: NodeId) -> u64 {
         self.nodes[id].generation
@@ -674,8 +685,8 @@ impl<T: Float> Tape<T> {
         self.index_pool.give(buffer);
     }
 
-    /// The op that made node `id`: what an export reads.
-    #[cfg(feature = "onnx")]
+    /// The op that made node `id`: what an export reads, and what a
+    /// deferred product is computed from.
     pub(crate) fn op_of(&self, id: NodeId) -> &Op<T> {
         &self.nodes[id].op
     }
@@ -693,6 +704,11 @@ impl<T: Float> Tape<T> {
     /// Sets every gradient to zeros; the slots keep their buffers.
     pub(crate) fn clear_grads(&mut self) {
         self.grads.iter_mut().for_each(GradSlot::clear);
+    }
+
+    /// Clears the gradient slots from node `start` on (dropped nodes').
+    pub(crate) fn clear_grads_from(&mut self, start: usize) {
+        self.grads.iter_mut().skip(start).for_each(GradSlot::clear);
     }
 
     fn mark_is_live(&self, mark: Mark) -> bool {
