@@ -123,6 +123,9 @@ pub enum GradCheckError {
     /// The gradient `grad_graph` recorded (`analytic`) differs from the
     /// one `backward` computed (`numeric`) at this element.
     RecordedGradient(Element),
+    /// [`Tape::hvp`] (`analytic`) differs from `backward` through the
+    /// recorded gradient (`numeric`) at this element.
+    HessianVectorProduct(Element),
     /// There is nothing to check: no input holds an element.
     NoElements,
 }
@@ -195,7 +198,9 @@ impl GradCheck {
     /// [`Tape::grad_graph`] records for `f` must equal, element by element
     /// within the tolerance, the gradient `backward` computes (itself
     /// checked by [`run`](GradCheck::run) first), and is then checked by
-    /// `run` against central differences of its own values. A non-scalar
+    /// `run` against central differences of its own values; last,
+    /// [`Tape::hvp`] with the random weights as its vectors must give what
+    /// `backward` through the weighted recorded gradient gives. A non-scalar
     /// output is projected on a random cotangent, and the recorded
     /// gradients on random weights, so one scalar covers every second
     /// derivative's direction. The report is the second-order one.
@@ -249,7 +254,48 @@ impl GradCheck {
             }
             total.unwrap_or_else(|| tape.constant(ndarray::arr0(0.0)))
         };
-        self.run(gradient_projected, inputs)
+        let report = self.run(gradient_projected, inputs)?;
+        self.hvp_matches_backward(&scalar_of, inputs)?;
+        Ok(report)
+    }
+
+    /// [`Tape::hvp`] against `backward` of `Σₖ sum(gₖ · uₖ)`, `gₖ` the
+    /// recorded gradient and `uₖ` the weights `run_second_order` draws.
+    fn hvp_matches_backward<F>(&self, f: &F, inputs: &[ArrayD<f64>]) -> Result<(), GradCheckError>
+    where
+        F: Fn(&mut Tape<f64>, &[Var]) -> Var,
+    {
+        let weights = |k: usize, shape: &[usize]| {
+            let mut rng = Rng::new(self.seed.wrapping_add(k as u64 + 1));
+            ArrayD::from_shape_fn(IxDyn(shape), |_| rng.normal())
+        };
+        let mut through_graph = Tape::<f64>::new();
+        let vars: Vec<Var> = inputs.iter().map(|x| through_graph.param(x)).collect();
+        let y = f(&mut through_graph, &vars);
+        let grads = through_graph.grad_graph(y, &vars).map_err(GradCheckError::Program)?;
+        let mut total = through_graph.constant(ndarray::arr0(0.0));
+        for (k, g) in grads.into_iter().enumerate() {
+            let shape = through_graph.value(g).shape().to_vec();
+            let term = project(&mut through_graph, g, &shape, self.seed.wrapping_add(k as u64 + 1));
+            total = crate::g_add(&mut through_graph, total, term);
+        }
+        through_graph.backward(total).map_err(GradCheckError::Program)?;
+        let mut tape = Tape::<f64>::new();
+        let xs: Vec<Var> = inputs.iter().map(|x| tape.param(x)).collect();
+        let y = f(&mut tape, &xs);
+        let vs: Vec<Var> = inputs.iter().enumerate().map(|(k, x)| tape.constant(weights(k, x.shape()))).collect();
+        tape.hvp(y, &xs, &vs).map_err(GradCheckError::Program)?;
+        for (input, (&want, &got)) in vars.iter().zip(&xs).enumerate() {
+            let (want, got) = (through_graph.grad(want).to_owned(), tape.grad(got).to_owned());
+            for ((index, &numeric), &analytic) in want.indexed_iter().zip(got.iter()) {
+                let error = (analytic - numeric).abs() / (self.atol + self.rtol * numeric.abs());
+                if error > 1.0 || error.is_nan() {
+                    let element = Element { input, index: index.slice().to_vec(), analytic, numeric, error };
+                    return Err(GradCheckError::HessianVectorProduct(element));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// `grad_graph`'s values against `backward`'s gradients of the scalar
@@ -354,6 +400,12 @@ impl fmt::Display for GradCheckError {
                 write!(
                     f,
                     "grad_graph's gradient differs from backward's: {element} (first the recorded, then backward's)"
+                )
+            }
+            GradCheckError::HessianVectorProduct(element) => {
+                write!(
+                    f,
+                    "Tape::hvp differs from backward through grad_graph: {element} (first hvp's, then backward's)"
                 )
             }
             GradCheckError::NoElements => write!(f, "no input holds an element: nothing to check"),
