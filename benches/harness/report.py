@@ -33,6 +33,7 @@ FIGURES = [
     ("w8", "w8_conv_step_ms", "lower"),
     ("w8", "w8_conv_gflops", "higher"),
     ("w9", "w9_hvp_us", "lower"),
+    ("w9", "w9_hvp_grad_graph_us", "lower"),
     ("w10", "w10_gpt_bf16_step_ms", "lower"),
     ("w10", "w10_gpt_bf16_tokens_per_s", "higher"),
     ("w10", "w10_loss_gap_max_pct", "lower"),
@@ -49,6 +50,7 @@ PEER_FIGURE = {
     "w2_grad_macro_iter_ms": "w2_small_op_iter_ms",
     "w5_grad_macro_gbs": "w5_bandwidth_gbs",
     "w5_grad_macro_ms": "w5_bandwidth_ms",
+    "w9_hvp_grad_graph_us": "w9_hvp_us",
 }
 
 TITLES = {
@@ -61,7 +63,7 @@ TITLES = {
     "w6": "W6 steady state: W1 for 2000 steps, tape reset each step, fresh process",
     "w7": "W7 GPT training step (nanoGPT's architecture: 4 layers, 4 heads, 128 wide, context 64, batch 16, AdamW, clipping)",
     "w8": "W8 convolution step: sum(conv2d(x[32,16,32,32], w[32,16,3,3], b)), backward to x, w, b",
-    "w9": "W9 Hessian-vector product: the W1 MLP with tanh, mse, H·v in all four parameters",
+    "w9": "W9 Hessian-vector product: the W1 MLP with tanh, mse, H·v in all four parameters (Tape::hvp; hvp_grad_graph: grad_graph, then backward of Σ⟨g, v⟩)",
     "w10": "W10 W7 with bf16 products: step time, and the loss curve's relative gap from f32 over 200 steps",
 }
 
