@@ -287,15 +287,26 @@ impl GradCheck {
         tape.hvp(y, &xs, &vs).map_err(GradCheckError::Program)?;
         for (input, (&want, &got)) in vars.iter().zip(&xs).enumerate() {
             let (want, got) = (through_graph.grad(want).to_owned(), tape.grad(got).to_owned());
-            for ((index, &numeric), &analytic) in want.indexed_iter().zip(got.iter()) {
-                let error = (analytic - numeric).abs() / (self.atol + self.rtol * numeric.abs());
-                if error > 1.0 || error.is_nan() {
-                    let element = Element { input, index: index.slice().to_vec(), analytic, numeric, error };
-                    return Err(GradCheckError::HessianVectorProduct(element));
-                }
+            if let Some(element) = self.first_beyond(input, &want, &got) {
+                return Err(GradCheckError::HessianVectorProduct(element));
             }
         }
         Ok(())
+    }
+
+    /// The first element of input `input` where `got` (the `analytic`
+    /// side) differs from `want` (the `numeric`) beyond the tolerance.
+    fn first_beyond(&self, input: usize, want: &ArrayD<f64>, got: &ArrayD<f64>) -> Option<Element> {
+        want.indexed_iter().zip(got.iter()).find_map(|((index, &numeric), &analytic)| {
+            let error = (analytic - numeric).abs() / (self.atol + self.rtol * numeric.abs());
+            (error > 1.0 || error.is_nan()).then(|| Element {
+                input,
+                index: index.slice().to_vec(),
+                analytic,
+                numeric,
+                error,
+            })
+        })
     }
 
     /// `grad_graph`'s values against `backward`'s gradients of the scalar
@@ -311,12 +322,8 @@ impl GradCheck {
         tape.backward(y).map_err(GradCheckError::Program)?;
         for (input, (&var, &g)) in vars.iter().zip(&recorded).enumerate() {
             let (want, got) = (tape.grad(var).to_owned(), tape.value(g).to_owned());
-            for ((index, &numeric), &analytic) in want.indexed_iter().zip(got.iter()) {
-                let error = (analytic - numeric).abs() / (self.atol + self.rtol * numeric.abs());
-                if error > 1.0 || error.is_nan() {
-                    let element = Element { input, index: index.slice().to_vec(), analytic, numeric, error };
-                    return Err(GradCheckError::RecordedGradient(element));
-                }
+            if let Some(element) = self.first_beyond(input, &want, &got) {
+                return Err(GradCheckError::RecordedGradient(element));
             }
         }
         Ok(())
