@@ -158,8 +158,42 @@ fn check(graph: &Graph, stats: &Stats) -> Result<(), TestCaseError> {
             stats.checked.fetch_add(1, Ordering::Relaxed);
         }
     }
+    check_hvp(graph, &values)?;
     stats.graphs.fetch_add(1, Ordering::Relaxed);
     stats.nodes.fetch_add(graph.steps.len(), Ordering::Relaxed);
+    Ok(())
+}
+
+/// `Tape::hvp` in random directions gives the bits of `backward` of
+/// `Σ sum(g · v)`, `g` the gradient `grad_graph` records (whose own
+/// second derivatives the graphs' `grad` steps put under the finite
+/// differences above).
+fn check_hvp(graph: &Graph, values: &[ArrayD<f64>]) -> Result<(), TestCaseError> {
+    let mut rng = grad_runtime::Rng::new(graph.seed ^ 0x4e55);
+    let directions: Vec<ArrayD<f64>> =
+        values.iter().map(|v| ArrayD::from_shape_fn(v.raw_dim(), |_| rng.normal())).collect();
+    let run = |by_hand: bool| -> Result<Vec<ArrayD<f64>>, String> {
+        let mut tape = Tape::<f64>::new();
+        let (loss, params, _) = record_loss(&mut tape, graph, values, &[]);
+        let vs: Vec<Var> = directions.iter().map(|d| tape.constant(d)).collect();
+        if by_hand {
+            let grads = tape.grad_graph(loss, &params).map_err(|e| e.to_string())?;
+            let mut inner = tape.constant(0.0);
+            for (&g, &v) in grads.iter().zip(&vs) {
+                let gv = g_mul(&mut tape, g, v);
+                let term = g_sum(&mut tape, gv);
+                inner = g_add(&mut tape, inner, term);
+            }
+            tape.backward(inner).map_err(|e| e.to_string())?;
+        } else {
+            tape.hvp(loss, &params, &vs).map_err(|e| e.to_string())?;
+        }
+        Ok(params.iter().map(|&p| tape.grad(p).to_owned()).collect())
+    };
+    let (want, got) = (run(true), run(false));
+    if got != want {
+        return Err(TestCaseError::fail(format!("Tape::hvp gave {got:?}, backward through grad_graph {want:?}")));
+    }
     Ok(())
 }
 
