@@ -76,7 +76,7 @@ fn an_inference_pass_allocates_nothing_after_the_first() {
 }
 
 #[test]
-fn backward_and_grad_graph_are_refused_inside_and_gradients_survive_it() {
+fn backward_grad_graph_and_hvp_are_refused_inside_and_gradients_survive_it() {
     let mut tape = Tape::<f64>::new();
     let w = tape.param(Array2::from_shape_fn((3, 3), |(i, j)| (i + 2 * j) as f64 / 4.0));
     let x = tape.constant(Array2::from_elem((2, 3), 0.5));
@@ -90,6 +90,9 @@ fn backward_and_grad_graph_are_refused_inside_and_gradients_survive_it() {
         assert!(error.to_string().contains("inference"), "{error}");
         let error = t.grad_graph(y, &[w]).unwrap_err();
         assert_eq!((error.op(), error.kind()), ("Tape::grad_graph", &ErrorKind::InInference));
+        let v = t.constant(Array2::from_elem((3, 3), 1.0));
+        let error = t.hvp(y, &[w], &[v]).unwrap_err();
+        assert_eq!((error.op(), error.kind()), ("Tape::hvp", &ErrorKind::InInference));
         // Nothing here carries a gradient.
         let scaled = g_muls(t, w, 2.0);
         assert_eq!(t.value(y).len(), 1);

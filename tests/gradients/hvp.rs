@@ -157,6 +157,11 @@ fn bad_arguments_are_errors_that_touch_no_slot() {
     assert_eq!(tp.len(), len + 1, "only the tanh was recorded");
     assert_eq!(tp.grad(w), before, "no slot touched");
     assert!(tp.is_ok(), "an argument error does not poison the tape");
+    let mark = tp.mark();
+    let dropped = tp.constant(array![[1.0, 0.0], [0.0, 1.0]]);
+    tp.reset_to(mark);
+    let error = tp.hvp(loss, &[w], &[dropped]).unwrap_err();
+    assert!(matches!(error.kind(), &ErrorKind::StaleVar), "{error}");
 }
 
 #[test]
