@@ -186,9 +186,11 @@ pub(crate) fn scratch_len<T>(m: usize, k: usize, n: usize) -> usize {
 }
 
 /// The scratch of a blocked product with an `mr × nr` tile whose packed
-/// panels hold `depth` elements per row for a block of `k`.
+/// panels hold `depth` elements per row for a block of `k` (saturated: no
+/// buffer of that length is ever made).
 fn packed_len(mr: usize, nr: usize, depth: usize, m: usize, n: usize) -> usize {
-    m.div_ceil(mr) * mr * depth + n.min(NC).div_ceil(nr) * nr * depth
+    let [mr, nr, depth, m, n] = [mr, nr, depth, m, n.min(NC)].map(|x| x as u128);
+    usize::try_from(m.div_ceil(mr) * mr * depth + n.div_ceil(nr) * nr * depth).unwrap_or(usize::MAX)
 }
 
 /// How the products of a node are computed: see [`Precision`](crate::Precision).
@@ -417,9 +419,8 @@ fn piece_width(n: usize, nr: usize, pieces: usize) -> usize {
 /// `a`, its panels of `b`) and its block of `c` (saturated: a product too
 /// large for it is never split by columns).
 fn piece_len(mr: usize, nr: usize, depth: usize, m: usize, n: usize, pieces: usize) -> usize {
-    let [mr, nr, depth, m, width] = [mr, nr, depth, m, piece_width(n, nr, pieces)].map(|x| x as u128);
-    let packed = m.div_ceil(mr) * mr * depth + width.min(NC as u128).div_ceil(nr) * nr * depth;
-    usize::try_from(packed + m * width).unwrap_or(usize::MAX)
+    let width = piece_width(n, nr, pieces);
+    packed_len(mr, nr, depth, m, width).saturating_add(m.saturating_mul(width))
 }
 
 /// Rows `first..first + count` of `bt` (columns of `b`): the part of `b`

@@ -99,18 +99,25 @@ impl<T: Float> Tape<T> {
     fn backward_from(&mut self, seeds: &[(NodeId, NodeId)], unread: &mut [NodeId]) -> Result<(), GradError> {
         unread.sort_unstable_by(|a, b| b.cmp(a));
         let unread = &*unread;
-        let direct = |node: NodeId| unread.contains(&node) && seeds.iter().filter(|s| s.0 == node).count() == 1;
+        // The vector of a seed whose rule reads it in place: the one seed at an unread product.
+        let in_place = |node: NodeId| {
+            let mut at_node = seeds.iter().filter(|s| s.0 == node);
+            match (at_node.next(), at_node.next()) {
+                (Some(&(_, v)), None) if unread.contains(&node) => Some(v),
+                _ => None,
+            }
+        };
         self.fit_grads();
         self.clear_intermediate_grads();
         let mut sink = GradSink::new(&self.nodes, &mut self.grads, &mut self.pool);
-        for &(node, v) in seeds.iter().filter(|s| !direct(s.0)) {
+        for &(node, v) in seeds.iter().filter(|s| in_place(s.0).is_none()) {
             let value = &self.nodes[v].value.data;
             let mut seed = sink.scratch_for(node, value.len());
             seed.copy_from_slice(value);
             sink.add(node, seed);
         }
         let Some(mut top) = seeds.iter().map(|&(node, _)| node).max() else { return Ok(()) };
-        for &(node, v) in unread.iter().filter_map(|&node| seeds.iter().find(|s| s.0 == node && direct(node))) {
+        for (node, v) in unread.iter().filter_map(|&node| Some((node, in_place(node)?))) {
             self.walk(top, node + 1)?;
             self.rule_with(node, v);
             let Some(below) = node.checked_sub(1) else { return Ok(()) };
