@@ -108,10 +108,9 @@ mod sealed {
 
     use crate::GradError;
     use crate::dsl::Operand;
-    use crate::gemm::{self, MatRef, Precision};
+    use crate::gemm::{self, ImageProduct, MatRef, Precision};
     #[cfg(feature = "onnx")]
     use crate::onnx::Export;
-    use crate::ops::conv::Windows;
     use crate::ops::fused::{self, Fused, Plan};
     use crate::ops::sink::GradSink;
     use crate::tensor::{Tensor, TensorRef};
@@ -167,14 +166,13 @@ mod sealed {
             scratch: &mut [Self],
         ) where
             Self: super::Float;
-        /// A convolution's forward product `c = a @ cols`, its columns
-        /// packed straight from the image (`ops/conv.rs`), in `precision`
-        /// as [`Sealed::gemm`].
+        /// A convolution's product whose columns are packed straight from
+        /// the image (`ops/conv.rs`), in `precision` as [`Sealed::gemm`].
         fn gemm_windows(
             precision: Precision,
-            a: MatRef<'_, Self>,
-            windows: &Windows<'_, Self>,
+            product: ImageProduct<'_, Self>,
             c: &mut [Self],
+            accumulate: bool,
             scratch: &mut [Self],
         ) where
             Self: super::Float;
@@ -253,12 +251,12 @@ mod sealed {
             #[inline(never)]
             fn gemm_windows(
                 precision: Precision,
-                a: MatRef<'_, $t>,
-                windows: &Windows<'_, $t>,
+                product: ImageProduct<'_, $t>,
                 c: &mut [$t],
+                accumulate: bool,
                 scratch: &mut [$t],
             ) {
-                gemm::gemm_windows(precision, a, windows, c, scratch)
+                gemm::gemm_windows(precision, product, c, accumulate, scratch)
             }
             #[cfg(feature = "onnx")]
             #[inline(never)]

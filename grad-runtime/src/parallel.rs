@@ -23,6 +23,7 @@
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
+use std::thread::LocalKey;
 
 use rayon::prelude::*;
 
@@ -187,6 +188,23 @@ fn team(threads: usize) -> Option<&'static Arc<rayon::ThreadPool>> {
 thread_local! {
     /// Whether this thread is running its share of a kernel on a pool.
     static IN_KERNEL: Cell<bool> = const { Cell::new(false) };
+    /// Whether this thread runs a piece of work already shared out, whose
+    /// inner kernels stay on it ([`alone`]).
+    static ALONE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` with every kernel it calls kept on this thread: for the pieces
+/// of an outer split that already keeps every thread busy (a batch of
+/// convolution images cut into chunks), where sharing each inner product
+/// out again costs hand-offs and gains no thread.
+pub(crate) fn alone<R>(f: impl FnOnce() -> R) -> R {
+    let _restore = Restore::set(&ALONE);
+    f()
+}
+
+/// Whether kernels called here may share their work out (not inside [`alone`]).
+pub(crate) fn may_share() -> bool {
+    !ALONE.get()
 }
 
 /// Whether this thread runs no share of any pool's kernel: it is in no
@@ -200,12 +218,23 @@ pub(crate) fn between_kernels() -> bool {
     }
 }
 
-/// Puts back a thread's [`IN_KERNEL`] when its kernel returns or panics.
-struct Restore(bool);
+/// Puts back one of this thread's flags ([`IN_KERNEL`], [`ALONE`]) when
+/// the work that raised it returns or panics.
+struct Restore {
+    flag: &'static LocalKey<Cell<bool>>,
+    was: bool,
+}
+
+impl Restore {
+    /// Raises `flag` until the result is dropped.
+    fn set(flag: &'static LocalKey<Cell<bool>>) -> Restore {
+        Restore { flag, was: flag.replace(true) }
+    }
+}
 
 impl Drop for Restore {
     fn drop(&mut self) {
-        IN_KERNEL.set(self.0);
+        self.flag.set(self.was);
     }
 }
 
@@ -213,7 +242,7 @@ impl Drop for Restore {
 /// and the pool has more than one thread (with one, no rayon call is made
 /// at all, so nothing reaches rayon's global pool either).
 pub(crate) fn worth_it(len: usize) -> bool {
-    len >= MIN_PARALLEL_ELEMENTS && num_threads() > 1
+    len >= MIN_PARALLEL_ELEMENTS && num_threads() > 1 && may_share()
 }
 
 /// Runs `f` on the pool when `parallel`, else on this thread: the body of
@@ -228,7 +257,7 @@ pub(crate) fn run<R: Send>(parallel: bool, f: impl FnOnce() -> R + Send) -> R {
     if pool.current_num_threads() < 2 {
         return f();
     }
-    let _restore = Restore(IN_KERNEL.replace(true));
+    let _restore = Restore::set(&IN_KERNEL);
     pool.install(f)
 }
 
@@ -360,6 +389,21 @@ pub(crate) fn tree_sum<T: Copy + Send + Sync + std::ops::Add<Output = T>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn work_run_alone_keeps_its_kernels_on_its_thread_until_it_returns_or_panics() {
+        assert!(may_share());
+        alone(|| {
+            assert!(!may_share());
+            assert!(!worth_it(1 << 30));
+            alone(|| assert!(!may_share()));
+            assert!(!may_share(), "a nested call puts back what it found");
+        });
+        assert!(may_share());
+        let panicked = std::panic::catch_unwind(|| alone(|| panic!("inside")));
+        assert!(panicked.is_err());
+        assert!(may_share(), "a panic puts the flag back too");
+    }
 
     #[test]
     fn more_threads_than_rayon_can_start_is_an_error_that_changes_nothing() {

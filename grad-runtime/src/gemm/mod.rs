@@ -33,7 +33,7 @@ mod pack;
 
 use rayon::prelude::*;
 
-use crate::ops::conv::Windows;
+use crate::ops::conv::{Columns, Windows};
 use crate::simd::{self, Level};
 use crate::{Float, pair, parallel};
 
@@ -224,23 +224,48 @@ pub(crate) fn gemm_in<T: Float>(
     gemm(a, b, c, accumulate, scratch)
 }
 
-/// A convolution's forward product `c = a @ cols` in `precision`, its
-/// columns packed straight from the image ([`Windows`], read as `colsᵀ`):
-/// as [`gemm_in`] otherwise.
+/// A convolution's product whose columns are packed straight from the
+/// image ([`Windows`]) rather than unfolded into a buffer.
+#[derive(Clone, Copy)]
+pub(crate) enum ImageProduct<'p, T> {
+    /// `c = a @ cols` (the forward: the weights by the columns, read as
+    /// `colsᵀ`).
+    Forward(MatRef<'p, T>, Windows<'p, T>),
+    /// `c += cols @ b` (the weights' gradient, transposed: the columns by
+    /// the output's gradient transposed, read as [`Columns`]).
+    Weights(Windows<'p, T>, MatRef<'p, T>),
+}
+
+/// [`gemm_in`] of an [`ImageProduct`] in `precision`, adding into `c` when
+/// `accumulate`; `scratch` holds [`scratch_len_in`] elements.
 pub(crate) fn gemm_windows<T: Float>(
     precision: Precision,
-    a: MatRef<'_, T>,
-    windows: &Windows<'_, T>,
+    product: ImageProduct<'_, T>,
     c: &mut [T],
+    accumulate: bool,
     scratch: &mut [T],
 ) {
     if precision == Precision::Bf16
-        && let (Some(a32), Some(x32)) = (T::f32_slice(a.data), T::f32_slice(windows.input()))
         && let (Some(c32), Some(scratch32)) = (T::f32_slice_mut(c), T::f32_slice_mut(scratch))
     {
-        return bf16::gemm_panels(&a.over(a32), &windows.over(x32), c32, false, scratch32);
+        match product {
+            ImageProduct::Forward(a, windows) => {
+                if let (Some(a32), Some(x32)) = (T::f32_slice(a.data), T::f32_slice(windows.input())) {
+                    return bf16::gemm_panels(&a.over(a32), &windows.over(x32), c32, accumulate, scratch32);
+                }
+            }
+            ImageProduct::Weights(windows, b) => {
+                if let (Some(b32), Some(x32)) = (T::f32_slice(b.data), T::f32_slice(windows.input())) {
+                    let columns = Columns(windows.over(x32));
+                    return bf16::gemm_panels(&columns, &b.over(b32).t(), c32, accumulate, scratch32);
+                }
+            }
+        }
     }
-    gemm_panels(&a, windows, c, false, scratch)
+    match product {
+        ImageProduct::Forward(a, windows) => gemm_panels(&a, &windows, c, accumulate, scratch),
+        ImageProduct::Weights(windows, b) => gemm_panels(&Columns(windows), &b.t(), c, accumulate, scratch),
+    }
 }
 
 /// A micro-kernel and the packing it reads: the part of a blocked product
@@ -383,7 +408,7 @@ fn blocked<T: Float, K: Micro<T>, const MR: usize, const NR: usize>(
 /// over the pool from [`MIN_PARALLEL_FLOPS`] multiply-adds, between the
 /// caller and the helper from [`MIN_PAIR_FLOPS`], when it has the rows.
 fn split_of(m: usize, k: usize, n: usize, mr: usize) -> Split {
-    let threads = parallel::num_threads();
+    let threads = if parallel::may_share() { parallel::num_threads() } else { 1 };
     let flops = m.saturating_mul(n).saturating_mul(k);
     if flops >= MIN_PARALLEL_FLOPS && m > mr && threads > 1 {
         Split::Pool(threads)
@@ -713,6 +738,16 @@ mod tests {
         assert!(!by_columns(784, 256, 12, 32, 2));
         // One panel of columns cannot be shared.
         assert!(!by_columns(64, 10, 6, 32, 2));
+    }
+
+    #[test]
+    fn a_product_inside_work_run_alone_is_not_shared_out() {
+        let big = || split_of(1024, 1024, 1024, 12);
+        if parallel::num_threads() > 1 {
+            assert!(matches!(big(), Split::Pool(_)));
+        }
+        assert!(matches!(parallel::alone(big), Split::Alone));
+        assert!(matches!(parallel::alone(|| split_of(64, 784, 256, 6)), Split::Alone));
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! 2-D convolution on NCHW inputs and OIHW weights, PyTorch's layout and
 //! output-size formula, through the GEMM of `gemm/`: the forward multiplies
 //! the weight matrix by each image's (and group's) columns, which the
-//! product packs straight from the padded image ([`Windows`]); the backward
-//! unfolds the columns into a pooled buffer (im2col) for the weights'
-//! gradient and folds the columns' gradient back onto the image (col2im).
-//! The geometry helpers here also serve `pool.rs`.
+//! product packs straight from the padded image ([`Windows`]); the
+//! weights' gradient packs them from it the same way ([`Columns`]); the
+//! image's gradient folds the columns' gradient back onto the image
+//! (col2im). A batch's images are cut into chunks for the threads, each
+//! chunk's products then kept on its thread. The geometry helpers here
+//! also serve `pool.rs`.
 
 use std::ops::Range;
 use std::panic::Location;
@@ -13,7 +15,7 @@ use ndarray::IxDyn;
 use rayon::prelude::*;
 
 use crate::error::ErrorKind;
-use crate::gemm::{self, MatRef, Precision};
+use crate::gemm::{self, ImageProduct, MatRef, Precision};
 use crate::ops::Op;
 use crate::ops::reduce::sum_slice;
 use crate::ops::sink::GradSink;
@@ -126,7 +128,8 @@ pub fn g_conv2d<T: Float>(
                 let c = &mut out[group * g.og * g.l..(group + 1) * g.og * g.l];
                 if padded_len.is_some() {
                     pad_planes(g, x, buffer);
-                    T::gemm_windows(g.precision, weights, &Windows { g, x: buffer }, c, packing);
+                    let product = ImageProduct::Forward(weights, Windows { g, x: buffer });
+                    T::gemm_windows(g.precision, product, c, false, packing);
                 } else {
                     im2col(g, x, buffer);
                     T::gemm(g.precision, weights, MatRef::row_major(buffer, g.k, g.l), c, false, packing);
@@ -190,10 +193,20 @@ pub(crate) fn conv2d_backward<T: Float>(
             partial.fill(T::zero());
             for n in images {
                 for group in 0..geo.groups {
-                    im2col(&geo, &vx.data[geo.image_group(n, group)..], cols);
+                    let x = &vx.data[geo.image_group(n, group)..];
                     let block_t = &mut partial[group * geo.og * geo.k..(group + 1) * geo.og * geo.k];
-                    let cols = MatRef::row_major(cols, geo.k, geo.l);
-                    T::gemm(geo.precision, cols, g_block(n, group).t(), block_t, true, &mut packing[..packing_len]);
+                    let packing = &mut packing[..packing_len];
+                    if geo.padded_len().is_some() {
+                        // The columns packed from the padded planes, as
+                        // the forward packs them.
+                        pad_planes(&geo, x, cols);
+                        let product = ImageProduct::Weights(Windows { g: &geo, x: cols }, g_block(n, group).t());
+                        T::gemm_windows(geo.precision, product, block_t, true, packing);
+                    } else {
+                        im2col(&geo, x, cols);
+                        let cols = MatRef::row_major(cols, geo.k, geo.l);
+                        T::gemm(geo.precision, cols, g_block(n, group).t(), block_t, true, packing);
+                    }
                 }
             }
         });
@@ -485,6 +498,7 @@ fn first_source(windows: &Range<usize>, t: usize, stride: usize, padding: usize,
 /// read back, one pass fewer over `k · l` elements per image. `x` is the
 /// group's planes with their padding written in ([`pad_planes`]), so that
 /// each tap of a row of windows is one run of the image.
+#[derive(Clone, Copy)]
 pub(crate) struct Windows<'a, T> {
     g: &'a Geometry,
     x: &'a [T],
@@ -552,6 +566,45 @@ simd::multiversion! {
                     (c, ki) = (c + 1, 0);
                 }
             }
+        }
+    }
+}
+
+/// The columns themselves, `[cg · kh · kw, OH · OW]`, the transpose of
+/// [`Windows`]: the weights' gradient `cols @ gᵀ` reads them as `a`. A
+/// panel of taps is packed from the padded planes a run of positions at a
+/// time: the taps' runs written out (as [`Windows`] writes them, into a
+/// block that stays in L1), then interleaved as a matrix's rows are. No
+/// columns unfolded into a buffer of `k · l` elements and read back.
+pub(crate) struct Columns<'a, T>(pub(crate) Windows<'a, T>);
+
+impl<T: Float> gemm::Panels<T> for Columns<'_, T> {
+    fn rows(&self) -> usize {
+        self.0.g.k
+    }
+
+    fn cols(&self) -> usize {
+        self.0.g.l
+    }
+
+    fn pack<K: gemm::Micro<T>, const R: usize>(&self, pc: usize, kc: usize, first_panel: usize, packed: &mut [T]) {
+        /// Positions written out at a time: `R` taps of them fill 12 KiB
+        /// of `f32` for the widest tile.
+        const RUN: usize = 256;
+        // A layout other than the plain one (bf16 pairs) is packed whole.
+        let step = if K::PLAIN { RUN.min(kc) } else { kc };
+        for (index, out) in packed.chunks_exact_mut(R * K::depth(kc)).enumerate() {
+            let t0 = (first_panel + index) * R;
+            let taps = R.min(self.0.g.k - t0);
+            T::with_scratch(taps * step, |rows| {
+                for p0 in (0..kc).step_by(step.max(1)) {
+                    let len = step.min(kc - p0);
+                    let rows = &mut rows[..taps * len];
+                    self.0.write(t0, taps, pc + p0, len, rows, len);
+                    let out = if K::PLAIN { &mut out[p0 * R..(p0 + len) * R] } else { &mut *out };
+                    K::pack::<R>(MatRef::row_major(rows, taps, len), 0, len, 0, out);
+                }
+            });
         }
     }
 }
@@ -742,8 +795,13 @@ impl ImageChunks {
             return;
         }
         let share = scratch.len() / self.count;
+        // With two chunks or more a thread, the chunks keep every thread
+        // busy: each chunk's products run on its own thread, not shared
+        // out again (W8's step ran 4% faster on two threads).
+        let alone = self.parallel && self.used >= 2 * parallel::num_threads();
         let task = |(chunk, (block, scratch)): (usize, (&mut [T], &mut [T]))| {
-            f(chunk * self.images..((chunk + 1) * self.images).min(self.n), block, scratch)
+            let images = chunk * self.images..((chunk + 1) * self.images).min(self.n);
+            if alone { parallel::alone(|| f(images, block, scratch)) } else { f(images, block, scratch) }
         };
         if self.parallel {
             parallel::run(true, || {
@@ -832,6 +890,18 @@ mod tests {
                         assert!(same_panels::<T, Fma, 8>(&windows, &columns, pc, kc, first), "{case}, 8");
                     }
                 }
+                // The columns as `a` (the weights' gradient): panels of taps
+                // over blocks of positions, longer and shorter than a run.
+                let (unfolded, packed) = (MatRef::row_major(&cols, g.k, g.l), Columns(windows));
+                let blocks = [(0, g.l), (1, g.l - 1), (g.l / 2, g.l - g.l / 2), (3, g.l.min(300) - 3)];
+                for (pc, kc) in blocks.into_iter().filter(|&(_, kc)| kc > 0) {
+                    for first in [0, 1] {
+                        let case = format!("{xs:?} {ws:?} columns, group {group}, positions {pc}+{kc}, panel {first}");
+                        assert!(same_panels::<T, Fma, 12>(&packed, &unfolded, pc, kc, first), "{case}, 12");
+                        assert!(same_panels::<T, Fma, 6>(&packed, &unfolded, pc, kc, first), "{case}, 6");
+                        assert!(same_panels::<T, Fma, 4>(&packed, &unfolded, pc, kc, first), "{case}, 4");
+                    }
+                }
             }
         }
     }
@@ -866,6 +936,15 @@ mod tests {
                 assert!(
                     same_panels::<f32, Emulated, 32>(&windows, &columns, pc, kc, first),
                     "taps {pc}+{kc}, panel {first}"
+                );
+            }
+        }
+        let (unfolded, packed) = (MatRef::row_major(&cols, g.k, g.l), Columns(windows));
+        for (pc, kc) in [(0, g.l), (5, g.l - 5)] {
+            for first in [0, 1] {
+                assert!(
+                    same_panels::<f32, Emulated, 12>(&packed, &unfolded, pc, kc, first),
+                    "columns, positions {pc}+{kc}, panel {first}"
                 );
             }
         }
