@@ -118,6 +118,7 @@ pub fn g_conv2d<T: Float>(
     let scratch_len = if out.data.is_empty() { 0 } else { chunks.scratch_len(buffer_len + packing_len) };
     let mut scratch = tp.scratch(scratch_len);
     let (vx, vw) = (&tp.value_of(x).data, &tp.value_of(w).data);
+    let vb = b.map(|b| &tp.value_of(b).data[..]);
     chunks.each(&mut out.data, chunks.images * g.o * g.l, &mut scratch, |images, out, scratch| {
         let (buffer, packing) = scratch.split_at_mut(buffer_len);
         let packing = &mut packing[..packing_len];
@@ -135,16 +136,15 @@ pub fn g_conv2d<T: Float>(
                     T::gemm(g.precision, weights, MatRef::row_major(buffer, g.k, g.l), c, false, packing);
                 }
             }
+            // The bias, while the image's output is still in cache.
+            if let Some(vb) = vb {
+                for (plane, &bias) in out.chunks_exact_mut(g.l.max(1)).zip(vb.iter().cycle()) {
+                    plane.iter_mut().for_each(|v| *v += bias);
+                }
+            }
         }
     });
     tp.recycle(scratch);
-    if let Some(b) = b {
-        let vb = &tp.value_of(b).data;
-        for (i, plane) in out.data.chunks_exact_mut(g.l.max(1)).enumerate() {
-            let bias = vb[i % g.o.max(1)];
-            plane.iter_mut().for_each(|v| *v += bias);
-        }
-    }
     let spec = geometry.spec();
     tp.push(Op::Conv2d { x, w, b, spec }, out)
 }
@@ -240,13 +240,21 @@ pub(crate) fn conv2d_backward<T: Float>(
     });
     sink.recycle(scratch);
     if let Some(b) = b {
-        // To b: g summed over the images and the output plane (each
-        // plane by the vectorised pairwise sum, the planes in order).
+        // To b: g summed over the images and the output plane: each plane
+        // by the vectorised pairwise sum (the chunks' planes on their
+        // threads), then the planes' sums added in order.
+        let mut sums = sink.scratch(if sink.wants(b) { geo.n * geo.o } else { 0 });
+        let mut none = [T::zero(); MAX_CHUNKS];
+        chunks.each(&mut sums, chunks.images * geo.o, &mut none[..chunks.count], |images, sums, _| {
+            let planes = g.data[images.start * geo.o * geo.l..images.end * geo.o * geo.l].chunks_exact(geo.l.max(1));
+            sums.iter_mut().zip(planes).for_each(|(sum, plane)| *sum = sum_slice(plane));
+        });
         sink.contribute_zeroed(b, |gb| {
-            for (i, plane) in g.data.chunks_exact(geo.l.max(1)).enumerate() {
-                gb[i % geo.o.max(1)] += sum_slice(plane);
+            for (i, &sum) in sums.iter().enumerate() {
+                gb[i % geo.o.max(1)] += sum;
             }
         });
+        sink.recycle(sums);
     }
 }
 
