@@ -220,11 +220,14 @@ pub(crate) fn conv2d_backward<T: Float>(
         }
     });
     sink.recycle(partials);
-    // To x: the columns' gradient wᵀ @ g_block, folded back onto the image.
-    sink.contribute_zeroed(x, |gx| {
+    // To x: the columns' gradient wᵀ @ g_block, folded back onto the
+    // image, each image's gradient zeroed just before (in cache, not in a
+    // pass of its own over the whole batch).
+    sink.contribute(x, |gx| {
         chunks.each(gx, chunks.images * geo.c * geo.h * geo.w, &mut scratch, |images, gx, scratch| {
             let (cols, packing) = scratch.split_at_mut(geo.k * geo.l);
             for (n, gx) in images.zip(gx.chunks_exact_mut(geo.c * geo.h * geo.w)) {
+                gx.fill(T::zero());
                 for group in 0..geo.groups {
                     let weights = MatRef::row_major(
                         &vw.data[group * geo.og * geo.k..(group + 1) * geo.og * geo.k],
