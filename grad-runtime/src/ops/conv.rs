@@ -171,7 +171,10 @@ pub(crate) fn conv2d_backward<T: Float>(
         geo.og,
         geo.l,
     ));
-    let per_chunk = geo.k * geo.l + packing_len;
+    // The columns, their packing, and the padded planes the image's
+    // gradient is folded onto (when the planes are no larger than the columns).
+    let padded_len = geo.padded_len().filter(|_| geo.stride[1] == 1);
+    let per_chunk = geo.k * geo.l + packing_len + padded_len.unwrap_or(0);
     let mut scratch = sink.scratch(if sink.wants(x) || sink.wants(w) { chunks.scratch_len(per_chunk) } else { 0 });
     let g_image = |n: usize| &g.data[n * geo.o * geo.l..(n + 1) * geo.o * geo.l];
     let g_block = |n: usize, group: usize| {
@@ -225,9 +228,12 @@ pub(crate) fn conv2d_backward<T: Float>(
     // pass of its own over the whole batch).
     sink.contribute(x, |gx| {
         chunks.each(gx, chunks.images * geo.c * geo.h * geo.w, &mut scratch, |images, gx, scratch| {
-            let (cols, packing) = scratch.split_at_mut(geo.k * geo.l);
+            let (cols, rest) = scratch.split_at_mut(geo.k * geo.l);
+            let (packing, planes) = rest.split_at_mut(packing_len);
             for (n, gx) in images.zip(gx.chunks_exact_mut(geo.c * geo.h * geo.w)) {
-                gx.fill(T::zero());
+                if padded_len.is_none() {
+                    gx.fill(T::zero());
+                }
                 for group in 0..geo.groups {
                     let weights = MatRef::row_major(
                         &vw.data[group * geo.og * geo.k..(group + 1) * geo.og * geo.k],
@@ -235,8 +241,12 @@ pub(crate) fn conv2d_backward<T: Float>(
                         geo.k,
                     );
                     let g_n = g_block(n, group);
-                    T::gemm(geo.precision, weights.t(), g_n, cols, false, &mut packing[..packing_len]);
-                    col2im(&geo, cols, &mut gx[group * geo.cg * geo.h * geo.w..]);
+                    T::gemm(geo.precision, weights.t(), g_n, cols, false, packing);
+                    let gx = &mut gx[group * geo.cg * geo.h * geo.w..];
+                    match padded_len {
+                        Some(len) => col2im_padded(&geo, cols, &mut planes[..len], gx),
+                        None => col2im(&geo, cols, gx),
+                    }
                 }
             }
         });
@@ -752,6 +762,40 @@ fn col2im<T: Float>(g: &Geometry, cols: &[T], x: &mut [T]) {
     }
 }
 
+/// [`col2im`] for a stride of 1 along the rows, into `x` (written, not
+/// added to) through `padded`, planes with the padding around them (as
+/// [`pad_planes`] lays them out): there every tap of a row of windows is
+/// one whole run of `OW` elements, with no edge to clip, added as whole
+/// vectors (clipped runs one short of a vector's multiple left a scalar
+/// tail on two of every three taps of a 3 × 3 kernel). Each element gets
+/// the same additions in the same order as in `col2im`, from zero.
+fn col2im_padded<T: Float>(g: &Geometry, cols: &[T], padded: &mut [T], x: &mut [T]) {
+    debug_assert_eq!(g.stride[1], 1);
+    let [kh, kw] = g.kernel;
+    let [oh, ow] = g.out;
+    let [hp, wp] = g.padded();
+    padded.fill(T::zero());
+    let mut rows = cols.chunks_exact(g.l.max(1));
+    for plane in padded.chunks_exact_mut(hp * wp).take(g.cg) {
+        for ki in 0..kh {
+            for kj in 0..kw {
+                let Some(row) = rows.next() else { return };
+                for (i, in_row) in row.chunks_exact(ow.max(1)).take(oh).enumerate() {
+                    let start = (i * g.stride[0] + ki * g.dilation[0]) * wp + kj * g.dilation[1];
+                    let to = &mut plane[start..start + ow];
+                    to.iter_mut().zip(in_row).for_each(|(x, &v)| *x += v);
+                }
+            }
+        }
+    }
+    let [top, left] = g.padding;
+    for (plane, out) in padded.chunks_exact(hp * wp).zip(x.chunks_exact_mut(g.h * g.w)).take(g.cg) {
+        for (line, out) in plane[top * wp..].chunks_exact(wp).zip(out.chunks_exact_mut(g.w)) {
+            out.copy_from_slice(&line[left..left + g.w]);
+        }
+    }
+}
+
 /// The images of a convolution cut into chunks that may run on different
 /// threads, each with its own columns and packing scratch. The cut depends
 /// on the sizes alone, never on the thread count, so that the chunks'
@@ -925,6 +969,40 @@ mod tests {
     #[test]
     fn f64_windows_pack_as_the_columns() {
         windows_pack_as_the_columns::<f64>();
+    }
+
+    /// Folding columns onto the image through padded planes gives the bits
+    /// of folding them straight on, for every geometry with a stride of 1
+    /// along the rows: paddings, dilations, a row stride, groups, a kernel
+    /// as large as the padded image.
+    #[test]
+    fn columns_fold_through_padded_planes_as_straight_onto_the_image() {
+        type Case = ([usize; 4], [usize; 4], [usize; 2], [usize; 2], [usize; 2], usize);
+        let cases: [Case; 6] = [
+            ([1, 3, 7, 9], [4, 3, 3, 3], [1, 1], [1, 1], [1, 1], 1),
+            ([1, 2, 32, 32], [2, 2, 3, 3], [1, 1], [1, 1], [1, 1], 1),
+            ([1, 4, 9, 40], [4, 2, 3, 2], [2, 1], [0, 2], [1, 1], 2),
+            ([1, 2, 11, 13], [2, 2, 3, 3], [3, 1], [2, 1], [2, 3], 1),
+            ([1, 1, 5, 5], [1, 1, 5, 5], [1, 1], [2, 2], [1, 1], 1),
+            ([1, 1, 1, 70], [1, 1, 1, 1], [1, 1], [0, 0], [1, 1], 1),
+        ];
+        for (xs, ws, stride, padding, dilation, groups) in cases {
+            let spec = ConvSpec {
+                stride: stride.map(|v| v as u32),
+                padding: padding.map(|v| v as u32),
+                dilation: dilation.map(|v| v as u32),
+                groups: groups as u32,
+                precision: Precision::F32,
+            };
+            let g = Geometry::new(&xs, &ws, spec);
+            let len = g.padded_len().expect("planes no larger than the columns");
+            let cols: Vec<f64> = (0..g.k * g.l).map(|i| ((i * 7919) % 23) as f64 * 0.37 - 4.1).collect();
+            let (mut straight, mut folded) = (vec![0.0; g.cg * g.h * g.w], vec![f64::NAN; g.cg * g.h * g.w]);
+            col2im(&g, &cols, &mut straight);
+            col2im_padded(&g, &cols, &mut vec![f64::NAN; len], &mut folded);
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&straight), bits(&folded), "{xs:?} {ws:?} s{stride:?} p{padding:?} d{dilation:?}");
+        }
     }
 
     /// In bf16 pairs (another layout than the plain one), the windows are
