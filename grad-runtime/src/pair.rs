@@ -159,9 +159,9 @@ impl Drop for DoneOnDrop<'_> {
 /// thread and the helper is awake and keeping up, else one after the
 /// other on this thread. The halves must not depend on each other's results.
 pub(crate) fn pair(first: impl FnOnce() + Send, second: impl FnOnce() + Send) {
-    // Inside a kernel shared out over a pool, the caller is already one of
-    // several threads at work.
-    let usable = parallel::num_threads() > 1 && parallel::between_kernels();
+    // Inside a kernel shared out over a pool, or inside work run alone, the
+    // caller is already one of several threads at work.
+    let usable = parallel::num_threads() > 1 && parallel::may_share() && parallel::between_kernels();
     let Some(helper) = helper().filter(|_| usable) else {
         first();
         second();
@@ -237,6 +237,18 @@ mod tests {
                 // Long enough for the helper to go back to sleep.
                 std::thread::sleep(Duration::from_micros(3 * KEEP_AWAKE_US));
             }
+        }
+    }
+
+    #[test]
+    fn inside_work_run_alone_both_halves_run_on_the_callers_thread() {
+        let caller = std::thread::current().id();
+        for _ in 0..50 {
+            let (mut first, mut second) = (None, None);
+            parallel::alone(|| {
+                pair(|| first = Some(std::thread::current().id()), || second = Some(std::thread::current().id()))
+            });
+            assert_eq!((first, second), (Some(caller), Some(caller)));
         }
     }
 
