@@ -898,6 +898,38 @@ mod tests {
         pa.iter().zip(&pb).all(|(a, b)| bits(a) == bits(b))
     }
 
+    /// The geometries the packing and folding tests run over (`x`, the
+    /// weights, stride, padding, dilation, groups): rows of windows
+    /// narrower and wider than a panel, strides along either dim,
+    /// dilations, paddings, groups, a kernel as large as the padded image,
+    /// a 1 × 1 kernel along a long row.
+    fn geometries() -> Vec<(String, Geometry)> {
+        type Case = ([usize; 4], [usize; 4], [usize; 2], [usize; 2], [usize; 2], usize);
+        let cases: [Case; 7] = [
+            ([1, 3, 7, 9], [4, 3, 3, 3], [1, 1], [1, 1], [1, 1], 1),
+            ([1, 2, 32, 32], [2, 2, 3, 3], [1, 1], [1, 1], [1, 1], 1),
+            ([1, 4, 9, 40], [4, 2, 3, 2], [2, 1], [0, 2], [1, 1], 2),
+            ([1, 2, 11, 13], [2, 2, 3, 3], [3, 2], [2, 1], [2, 3], 1),
+            ([1, 2, 11, 13], [2, 2, 3, 3], [3, 1], [2, 1], [2, 3], 1),
+            ([1, 1, 5, 5], [1, 1, 5, 5], [1, 1], [2, 2], [1, 1], 1),
+            ([1, 1, 1, 70], [1, 1, 1, 1], [1, 1], [0, 0], [1, 1], 1),
+        ];
+        let spec = |stride: [usize; 2], padding: [usize; 2], dilation: [usize; 2], groups: usize| ConvSpec {
+            stride: stride.map(|v| v as u32),
+            padding: padding.map(|v| v as u32),
+            dilation: dilation.map(|v| v as u32),
+            groups: groups as u32,
+            precision: Precision::F32,
+        };
+        cases
+            .into_iter()
+            .map(|(xs, ws, stride, padding, dilation, groups)| {
+                let name = format!("{xs:?} {ws:?} s{stride:?} p{padding:?} d{dilation:?}");
+                (name, Geometry::new(&xs, &ws, spec(stride, padding, dilation, groups)))
+            })
+            .collect()
+    }
+
     /// The windows of every geometry here, packed straight from the padded
     /// planes, are the bits of the unfolded columns packed as a matrix
     /// (`colsᵀ`): the panel widths of every tile, ragged last panels, rows
@@ -905,26 +937,8 @@ mod tests {
     /// paddings, groups, blocks of taps starting mid-kernel; in the plain
     /// layout and in the bf16 pairs (through the windows written out).
     fn windows_pack_as_the_columns<T: Float>() {
-        // x [n, c, h, w], weights [o, c / groups, kh, kw], stride, padding, dilation, groups.
-        type Case = ([usize; 4], [usize; 4], [usize; 2], [usize; 2], [usize; 2], usize);
-        let cases: [Case; 6] = [
-            ([1, 3, 7, 9], [4, 3, 3, 3], [1, 1], [1, 1], [1, 1], 1),
-            ([1, 2, 32, 32], [2, 2, 3, 3], [1, 1], [1, 1], [1, 1], 1),
-            ([1, 4, 9, 40], [4, 2, 3, 2], [2, 1], [0, 2], [1, 1], 2),
-            ([1, 2, 11, 13], [2, 2, 3, 3], [3, 2], [2, 1], [2, 3], 1),
-            ([1, 1, 5, 5], [1, 1, 5, 5], [1, 1], [2, 2], [1, 1], 1),
-            ([1, 1, 1, 70], [1, 1, 1, 1], [1, 1], [0, 0], [1, 1], 1),
-        ];
-        for (xs, ws, stride, padding, dilation, groups) in cases {
-            let spec = ConvSpec {
-                stride: stride.map(|v| v as u32),
-                padding: padding.map(|v| v as u32),
-                dilation: dilation.map(|v| v as u32),
-                groups: groups as u32,
-                precision: Precision::F32,
-            };
-            let g = Geometry::new(&xs, &ws, spec);
-            let x: Vec<T> = (0..xs.iter().product::<usize>())
+        for (name, g) in geometries() {
+            let x: Vec<T> = (0..g.n * g.c * g.h * g.w)
                 .map(|i| T::from((i * 7919) % 23).expect("small") - T::from(11).expect("11"))
                 .collect();
             for group in 0..g.groups {
@@ -937,9 +951,7 @@ mod tests {
                 let blocks = [(0, g.k), (1, g.k - 1), (g.k / 2, g.k - g.k / 2)];
                 for (pc, kc) in blocks.into_iter().filter(|&(_, kc)| kc > 0) {
                     for first in [0, 1] {
-                        let case = format!(
-                            "{xs:?} {ws:?} s{stride:?} p{padding:?} d{dilation:?} group {group}, taps {pc}+{kc}, panel {first}"
-                        );
+                        let case = format!("{name} group {group}, taps {pc}+{kc}, panel {first}");
                         assert!(same_panels::<T, Fma, 32>(&windows, &columns, pc, kc, first), "{case}, 32");
                         assert!(same_panels::<T, Fma, 16>(&windows, &columns, pc, kc, first), "{case}, 16");
                         assert!(same_panels::<T, Fma, 8>(&windows, &columns, pc, kc, first), "{case}, 8");
@@ -951,7 +963,7 @@ mod tests {
                 let blocks = [(0, g.l), (1, g.l - 1), (g.l / 2, g.l - g.l / 2), (3, g.l.min(300) - 3)];
                 for (pc, kc) in blocks.into_iter().filter(|&(_, kc)| kc > 0) {
                     for first in [0, 1] {
-                        let case = format!("{xs:?} {ws:?} columns, group {group}, positions {pc}+{kc}, panel {first}");
+                        let case = format!("{name} columns, group {group}, positions {pc}+{kc}, panel {first}");
                         assert!(same_panels::<T, Fma, 12>(&packed, &unfolded, pc, kc, first), "{case}, 12");
                         assert!(same_panels::<T, Fma, 6>(&packed, &unfolded, pc, kc, first), "{case}, 6");
                         assert!(same_panels::<T, Fma, 4>(&packed, &unfolded, pc, kc, first), "{case}, 4");
@@ -977,31 +989,14 @@ mod tests {
     /// as large as the padded image.
     #[test]
     fn columns_fold_through_padded_planes_as_straight_onto_the_image() {
-        type Case = ([usize; 4], [usize; 4], [usize; 2], [usize; 2], [usize; 2], usize);
-        let cases: [Case; 6] = [
-            ([1, 3, 7, 9], [4, 3, 3, 3], [1, 1], [1, 1], [1, 1], 1),
-            ([1, 2, 32, 32], [2, 2, 3, 3], [1, 1], [1, 1], [1, 1], 1),
-            ([1, 4, 9, 40], [4, 2, 3, 2], [2, 1], [0, 2], [1, 1], 2),
-            ([1, 2, 11, 13], [2, 2, 3, 3], [3, 1], [2, 1], [2, 3], 1),
-            ([1, 1, 5, 5], [1, 1, 5, 5], [1, 1], [2, 2], [1, 1], 1),
-            ([1, 1, 1, 70], [1, 1, 1, 1], [1, 1], [0, 0], [1, 1], 1),
-        ];
-        for (xs, ws, stride, padding, dilation, groups) in cases {
-            let spec = ConvSpec {
-                stride: stride.map(|v| v as u32),
-                padding: padding.map(|v| v as u32),
-                dilation: dilation.map(|v| v as u32),
-                groups: groups as u32,
-                precision: Precision::F32,
-            };
-            let g = Geometry::new(&xs, &ws, spec);
+        for (name, g) in geometries().into_iter().filter(|(_, g)| g.stride[1] == 1) {
             let len = g.padded_len().expect("planes no larger than the columns");
             let cols: Vec<f64> = (0..g.k * g.l).map(|i| ((i * 7919) % 23) as f64 * 0.37 - 4.1).collect();
             let (mut straight, mut folded) = (vec![0.0; g.cg * g.h * g.w], vec![f64::NAN; g.cg * g.h * g.w]);
             col2im(&g, &cols, &mut straight);
             col2im_padded(&g, &cols, &mut vec![f64::NAN; len], &mut folded);
             let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-            assert_eq!(bits(&straight), bits(&folded), "{xs:?} {ws:?} s{stride:?} p{padding:?} d{dilation:?}");
+            assert_eq!(bits(&straight), bits(&folded), "{name}");
         }
     }
 
