@@ -776,10 +776,11 @@ fn col2im_padded<T: Float>(g: &Geometry, cols: &[T], padded: &mut [T], x: &mut [
     let [hp, wp] = g.padded();
     padded.fill(T::zero());
     let mut rows = cols.chunks_exact(g.l.max(1));
-    for plane in padded.chunks_exact_mut(hp * wp).take(g.cg) {
+    // Every element of `x` is written below, even with no columns to fold.
+    'taps: for plane in padded.chunks_exact_mut(hp * wp).take(g.cg) {
         for ki in 0..kh {
             for kj in 0..kw {
-                let Some(row) = rows.next() else { return };
+                let Some(row) = rows.next() else { break 'taps };
                 for (i, in_row) in row.chunks_exact(ow.max(1)).take(oh).enumerate() {
                     let start = (i * g.stride[0] + ki * g.dilation[0]) * wp + kj * g.dilation[1];
                     let to = &mut plane[start..start + ow];
