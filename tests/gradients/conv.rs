@@ -58,6 +58,65 @@ fn conv2d_finite_differences_with_stride_padding_dilation_and_groups() {
     }
 }
 
+/// Each gradient of a convolution is the same bits whether or not the
+/// other operands want theirs: the image and the weights computed together
+/// per image, or either alone (a constant image, as data is; frozen
+/// weights), and an image that also gets a gradient from elsewhere.
+#[test]
+fn conv2d_gradients_are_the_same_bits_whichever_operands_want_them() {
+    let mut rng = Rng::new(67);
+    let cases: [ConvCase; 3] = [
+        (&[6, 3, 9, 8], &[4, 3, 3, 3], [1, 1], [1, 1], [1, 1], 1),
+        (&[3, 4, 7, 9], &[6, 2, 3, 2], [2, 1], [1, 2], [1, 2], 2),
+        (&[2, 2, 6, 6], &[3, 2, 2, 2], [2, 2], [0, 0], [1, 1], 1),
+    ];
+    for (i, &(xs, ws, stride, padding, dilation, groups)) in cases.iter().enumerate() {
+        let (x, w, b) = (rng.normal_array(xs), rng.normal_array(ws), rng.normal_array(&ws[..1]));
+        let t = rng.normal_array(&[1]);
+        // `[x, w, b]`'s gradients (empty when not wanted), for `sum(conv * t)`
+        // plus, with `twice`, `sum(x)` added to the image's gradient first.
+        let grads = |x_param: bool, w_param: bool, twice: bool| {
+            let mut tape = Tape::<f64>::new();
+            let node = |tape: &mut Tape<f64>, v: &ArrayD<f64>, param: bool| {
+                if param { tape.param(v.clone()) } else { tape.constant(v.clone()) }
+            };
+            let (vx, vw, vb) = (node(&mut tape, &x, x_param), node(&mut tape, &w, w_param), tape.param(b.clone()));
+            let y = g_conv2d(&mut tape, vx, vw, Some(vb), stride, padding, dilation, groups);
+            let scale = tape.constant(t.clone());
+            let scaled = g_mul(&mut tape, y, scale);
+            let mut loss = g_sum(&mut tape, scaled);
+            if twice {
+                let also = g_sum(&mut tape, vx);
+                loss = g_add(&mut tape, also, loss);
+            }
+            tape.backward(loss).expect("a scalar loss");
+            let mut bits = |v: Var, wanted: bool| -> Vec<u64> {
+                if wanted { tape.grad(v).iter().map(|g| g.to_bits()).collect() } else { Vec::new() }
+            };
+            [bits(vx, x_param), bits(vw, w_param), bits(vb, true)]
+        };
+        let [gx, gw, gb] = grads(true, true, false);
+        assert_eq!(grads(false, true, false), [Vec::new(), gw.clone(), gb.clone()], "case {i}, constant image");
+        assert_eq!(grads(true, false, false), [gx.clone(), Vec::new(), gb.clone()], "case {i}, frozen weights");
+        let [gx2, gw2, gb2] = grads(true, true, true);
+        assert_eq!((gw2, gb2), (gw, gb), "case {i}, image used twice");
+        assert_eq!(gx2.len(), gx.len());
+        let expected: Vec<u64> = gx.iter().map(|&g| (1.0 + f64::from_bits(g)).to_bits()).collect();
+        assert_eq!(gx2, expected, "case {i}: the image's gradient adds to what it held");
+    }
+    // No input channels: the output is the bias alone; the image and the
+    // weights have no element to take a gradient.
+    let mut tape = Tape::<f64>::new();
+    let x = tape.param(ArrayD::zeros(IxDyn(&[2, 0, 4, 4])));
+    let w = tape.param(ArrayD::zeros(IxDyn(&[3, 0, 3, 3])));
+    let b = tape.param(ndarray::arr1(&[1.0, 2.0, 3.0]).into_dyn());
+    let y = g_conv2d(&mut tape, x, w, Some(b), [1, 1], [1, 1], [1, 1], 1);
+    let loss = g_sum(&mut tape, y);
+    tape.backward(loss).expect("a scalar loss");
+    assert_eq!((tape.grad(x).len(), tape.grad(w).len()), (0, 0));
+    assert_eq!(tape.grad(b).as_slice().unwrap(), &[32.0, 32.0, 32.0]);
+}
+
 #[test]
 fn pools_finite_differences() {
     let mut rng = Rng::new(62);

@@ -171,34 +171,46 @@ pub(crate) fn conv2d_backward<T: Float>(
         geo.og,
         geo.l,
     ));
-    // The columns, their packing, and the padded planes the image's
-    // gradient is folded onto (when the planes are no larger than the columns).
+    // One sweep over the images for both gradients, so that each image's
+    // `g` is read from memory once. A chunk's scratch holds its partial sum
+    // of the weights' gradient, the columns, their packing, and the padded
+    // planes the image's gradient is folded onto (when the planes are no
+    // larger than the columns).
+    let (wants_w, wants_x) = (sink.wants(w), sink.wants(x));
+    let partial_len = if wants_w { geo.o * geo.k } else { 0 };
     let padded_len = geo.padded_len().filter(|_| geo.stride[1] == 1);
-    let per_chunk = geo.k * geo.l + packing_len + padded_len.unwrap_or(0);
-    let mut scratch = sink.scratch(if sink.wants(x) || sink.wants(w) { chunks.scratch_len(per_chunk) } else { 0 });
+    let per_chunk = partial_len + geo.k * geo.l + packing_len + padded_len.unwrap_or(0);
+    let mut scratch = sink.scratch(if wants_x || wants_w { chunks.scratch_len(per_chunk) } else { 0 });
+    let mut gx = if wants_x { sink.scratch_for(x, vx.len()) } else { Vec::new() };
     let g_image = |n: usize| &g.data[n * geo.o * geo.l..(n + 1) * geo.o * geo.l];
     let g_block = |n: usize, group: usize| {
         MatRef::row_major(&g_image(n)[group * geo.og * geo.l..(group + 1) * geo.og * geo.l], geo.og, geo.l)
     };
-    // To w: g_block @ colsᵀ summed over the images, each chunk of images
-    // into its own partial sum, the partials then added in chunk order.
-    // Each group's partial is the transpose, cols @ g_blockᵀ (`[k, og]`):
-    // the same terms in the same order (a product's operands commute
-    // exactly), but `k` rows of tiles rather than `og`, which for the
-    // usual few output channels fill the tiles' rows with less padding.
-    let mut partials = sink.scratch(if sink.wants(w) { chunks.count * geo.o * geo.k } else { 0 });
-    sink.contribute_zeroed(w, |gw| {
-        if gw.is_empty() {
-            return;
-        }
-        chunks.each(&mut partials, geo.o * geo.k, &mut scratch, |images, partial, scratch| {
-            let (cols, packing) = scratch.split_at_mut(geo.k * geo.l);
+    // Each chunk gets its images and its block of the image's gradient
+    // (or, when that has no element to fold onto, one element standing in).
+    let image_len = geo.c * geo.h * geo.w;
+    let fold = wants_x && image_len > 0;
+    let mut none = [T::zero(); MAX_CHUNKS];
+    let (out, block_len) = if fold { (&mut gx[..], chunks.images * image_len) } else { (&mut none[..chunks.count], 1) };
+    if fold || wants_w {
+        chunks.each(out, block_len, &mut scratch, |images, gx, scratch| {
+            let (partial, rest) = scratch.split_at_mut(partial_len);
+            let (cols, rest) = rest.split_at_mut(geo.k * geo.l);
+            let (packing, planes) = rest.split_at_mut(packing_len);
             partial.fill(T::zero());
+            let mut gx = gx.chunks_exact_mut(image_len.max(1));
             for n in images {
-                for group in 0..geo.groups {
+                for group in (0..geo.groups).filter(|_| wants_w) {
+                    // To w: g_block @ colsᵀ summed over the images, each
+                    // chunk of images into its own partial sum, the partials
+                    // then added in chunk order. Each group's partial is the
+                    // transpose, cols @ g_blockᵀ (`[k, og]`): the same terms
+                    // in the same order (a product's operands commute
+                    // exactly), but `k` rows of tiles rather than `og`,
+                    // which for the usual few output channels fill the
+                    // tiles' rows with less padding.
                     let x = &vx.data[geo.image_group(n, group)..];
                     let block_t = &mut partial[group * geo.og * geo.k..(group + 1) * geo.og * geo.k];
-                    let packing = &mut packing[..packing_len];
                     if geo.padded_len().is_some() {
                         // The columns packed from the padded planes, as
                         // the forward packs them.
@@ -211,26 +223,10 @@ pub(crate) fn conv2d_backward<T: Float>(
                         T::gemm(geo.precision, cols, g_block(n, group).t(), block_t, true, packing);
                     }
                 }
-            }
-        });
-        for partial in partials.chunks_exact(geo.o * geo.k).take(chunks.used) {
-            for (gw, block_t) in gw.chunks_exact_mut(geo.og * geo.k).zip(partial.chunks_exact(geo.og * geo.k)) {
-                for (o, gw) in gw.chunks_exact_mut(geo.k).enumerate() {
-                    let column = block_t[o..].iter().step_by(geo.og);
-                    gw.iter_mut().zip(column).for_each(|(sum, &v)| *sum += v);
-                }
-            }
-        }
-    });
-    sink.recycle(partials);
-    // To x: the columns' gradient wᵀ @ g_block, folded back onto the
-    // image, each image's gradient zeroed just before (in cache, not in a
-    // pass of its own over the whole batch).
-    sink.contribute(x, |gx| {
-        chunks.each(gx, chunks.images * geo.c * geo.h * geo.w, &mut scratch, |images, gx, scratch| {
-            let (cols, rest) = scratch.split_at_mut(geo.k * geo.l);
-            let (packing, planes) = rest.split_at_mut(packing_len);
-            for (n, gx) in images.zip(gx.chunks_exact_mut(geo.c * geo.h * geo.w)) {
+                // To x: the columns' gradient wᵀ @ g_block, folded back
+                // onto the image (zeroed first, in cache, when folded
+                // straight onto it).
+                let Some(gx) = gx.next().filter(|_| fold) else { continue };
                 if padded_len.is_none() {
                     gx.fill(T::zero());
                 }
@@ -240,8 +236,7 @@ pub(crate) fn conv2d_backward<T: Float>(
                         geo.og,
                         geo.k,
                     );
-                    let g_n = g_block(n, group);
-                    T::gemm(geo.precision, weights.t(), g_n, cols, false, packing);
+                    T::gemm(geo.precision, weights.t(), g_block(n, group), cols, false, packing);
                     let gx = &mut gx[group * geo.cg * geo.h * geo.w..];
                     match padded_len {
                         Some(len) => col2im_padded(&geo, cols, &mut planes[..len], gx),
@@ -250,8 +245,25 @@ pub(crate) fn conv2d_backward<T: Float>(
                 }
             }
         });
+    }
+    sink.contribute_zeroed(w, |gw| {
+        if gw.is_empty() {
+            return;
+        }
+        for partial in scratch.chunks_exact(per_chunk.max(1)).take(chunks.used) {
+            let partial = &partial[..partial_len];
+            for (gw, block_t) in gw.chunks_exact_mut(geo.og * geo.k).zip(partial.chunks_exact(geo.og * geo.k)) {
+                for (o, gw) in gw.chunks_exact_mut(geo.k).enumerate() {
+                    let column = block_t[o..].iter().step_by(geo.og);
+                    gw.iter_mut().zip(column).for_each(|(sum, &v)| *sum += v);
+                }
+            }
+        }
     });
     sink.recycle(scratch);
+    if wants_x {
+        sink.add(x, gx);
+    }
     if let Some(b) = b {
         // To b: g summed over the images and the output plane: each plane
         // by the vectorised pairwise sum (the chunks' planes on their
