@@ -216,11 +216,7 @@ impl<T: Float> Tape<T> {
                     return;
                 }
                 adjoints[input] = Some(match adjoints[input] {
-                    Some(sum) => {
-                        tape.materialize(sum);
-                        tape.materialize(contribution);
-                        g_add(tape, sum, contribution)
-                    }
+                    Some(sum) => tape.sum_of(sum, contribution),
                     None => contribution,
                 });
             };
@@ -236,10 +232,7 @@ impl<T: Float> Tape<T> {
             adjoints.resize(self.nodes.len(), None);
             if root.index() < start {
                 // The replay is one of the node's inputs: no op was recorded.
-                let sum = adjoints[root.index()].map_or(g, |sum| {
-                    self.materialize(sum);
-                    g_add(self, sum, g)
-                });
+                let sum = adjoints[root.index()].map_or(g, |sum| self.sum_of(sum, g));
                 adjoints[root.index()] = Some(sum);
             } else {
                 adjoints[root.index()] = Some(g);
@@ -270,6 +263,14 @@ impl<T: Float> Tape<T> {
             deferred.swap_remove(at);
             matmul::fill_product(self, v.index());
         }
+    }
+
+    /// `a + b` recorded, two contributions to one gradient: the walk reads
+    /// both, so a deferred product among them is computed first.
+    fn sum_of(&mut self, a: Var, b: Var) -> Var {
+        self.materialize(a);
+        self.materialize(b);
+        g_add(self, a, b)
     }
 
     /// Drops the nodes from `len` on (their buffers go back to the pools):

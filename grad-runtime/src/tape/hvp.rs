@@ -8,7 +8,7 @@
 use std::panic::Location;
 
 use crate::error::{ErrorKind, GradError};
-use crate::finite::describe;
+use crate::finite::{describe, first_non_finite};
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
 use crate::{Float, Tape, Var};
@@ -67,7 +67,7 @@ impl<T: Float> Tape<T> {
                 return Err(GradError::new(OP, ErrorKind::ShapeMismatch, shapes, location));
             }
             if self.detect_anomaly()
-                && let Some((position, &bad)) = self.value_of(v).data.iter().enumerate().find(|(_, e)| !e.is_finite())
+                && let Some((position, bad)) = first_non_finite(&self.value_of(v).data)
             {
                 let kind = ErrorKind::NonFinite { value: describe(bad), position, input: None };
                 return Err(GradError::new(OP, kind, vec![self.shape(v).to_vec()], location));
