@@ -7,7 +7,7 @@ use grad_runtime::*;
 use ndarray::{ArrayD, array};
 
 use crate::common::{Rng, assert_close};
-use crate::second_order::{json_array, oracle_program};
+use crate::second_order::{Quadratic, json_array, oracle_program};
 
 /// A W9-like model in f64: `mse(tanh(x @ w1 + b1) @ w2 + b2, t)`, the
 /// parameters first on the tape.
@@ -93,14 +93,9 @@ fn hvp_of_a_quadratic_is_its_matrix() {
     // f(w) = Σ (x w)² has H = 2 xᵀx exactly, with w used twice: the
     // gradient's two products are summed, so the walk reads both.
     let mut tp = Tape::<f64>::new();
-    let xv = array![[1.0, 2.0], [3.0, -1.0], [0.5, 0.0]];
-    let x = tp.constant(&xv);
-    let w = tp.param(array![[0.3], [-0.7]]);
-    let v0 = array![[1.0], [2.0]];
-    let v = tp.constant(&v0);
-    let loss = grad!(tp; x: [3, 2], w: [2, 1]; sum((x @ w) * (x @ w)));
-    tp.hvp(loss, &[w], &[v]).unwrap();
-    assert_eq!(tp.grad(w), (xv.t().dot(&xv).dot(&v0) * 2.0).into_dyn());
+    let q = Quadratic::new(&mut tp);
+    tp.hvp(q.loss, &[q.w], &[q.v]).unwrap();
+    assert_eq!(tp.grad(q.w), q.hv());
     // Σ x³: diag(6x), and a parameter's slot accumulates as in backward.
     let z = tp.param(array![1.0, -2.0, 0.5]);
     let cube = grad!(tp; sum(z * z * z));

@@ -471,29 +471,48 @@ fn identities_of_second_derivatives() {
     crate::common::assert_close("tanh''", &tp.value(dd).to_owned(), &want, 1e-15, 1e-15);
 }
 
+/// `f(w) = Σ (x w)²` on a tape, with `w` used twice: its Hessian is
+/// `2 xᵀx` exactly, and [`hv`](Quadratic::hv) is its product with the
+/// direction `v`.
+pub struct Quadratic {
+    pub w: Var,
+    pub v: Var,
+    pub loss: Var,
+    x: ndarray::Array2<f64>,
+    direction: ndarray::Array2<f64>,
+}
+
+impl Quadratic {
+    pub fn new(tp: &mut Tape<f64>) -> Quadratic {
+        let (x, direction) = (array![[1.0, 2.0], [3.0, -1.0], [0.5, 0.0]], array![[1.0], [2.0]]);
+        let xn = tp.constant(&x);
+        let w = tp.param(array![[0.3], [-0.7]]);
+        let v = tp.constant(&direction);
+        let loss = grad!(tp; xn: [3, 2], w: [2, 1]; sum((xn @ w) * (xn @ w)));
+        Quadratic { w, v, loss, x, direction }
+    }
+
+    /// `H v = 2 xᵀ x v`.
+    pub fn hv(&self) -> ArrayD<f64> {
+        (self.x.t().dot(&self.x).dot(&self.direction) * 2.0).into_dyn()
+    }
+}
+
 #[test]
 fn a_hessian_vector_product_is_backward_of_the_recorded_gradient() {
-    // f(w) = Σ (x w)²: H = 2 xᵀx, so H v = 2 xᵀ x v.
     let mut tp = Tape::<f64>::new();
-    let xv = array![[1.0, 2.0], [3.0, -1.0], [0.5, 0.0]];
-    let x = tp.constant(&xv);
-    let w = tp.param(array![[0.3], [-0.7]]);
-    let v0 = array![[1.0], [2.0]];
-    let v = tp.constant(&v0);
-    let loss = grad!(tp; x: [3, 2], w: [2, 1]; sum((x @ w) * (x @ w)));
+    let q = Quadratic::new(&mut tp);
+    let (w, v, loss) = (q.w, q.v, q.loss);
     tp.backward(loss).unwrap();
     let first = tp.grad(w).to_owned();
     let g = tp.grad_graph(loss, &[w]).unwrap()[0];
     assert_eq!(tp.grad(w), first, "grad_graph leaves the gradient slots alone");
     assert_eq!(tp.value(g), first, "the recorded gradient is backward's");
     let gv = grad!(tp; sum(g * v));
-    let mark = tp.mark();
-    let _ = mark;
     let before = tp.grad(w).to_owned();
     tp.backward(gv).unwrap();
     let hv = &tp.grad(w).to_owned() - &before; // backward adds into a parameter's slot
-    let want = (xv.t().dot(&xv).dot(&v0) * 2.0).into_dyn();
-    crate::common::assert_close("H v", &hv, &want, 1e-14, 1e-14);
+    crate::common::assert_close("H v", &hv, &q.hv(), 1e-14, 1e-14);
 }
 
 #[test]
