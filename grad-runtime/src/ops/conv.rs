@@ -178,7 +178,11 @@ pub(crate) fn conv2d_backward<T: Float>(
     // larger than the columns).
     let (wants_w, wants_x) = (sink.wants(w), sink.wants(x));
     let partial_len = if wants_w { geo.o * geo.k } else { 0 };
-    let padded_len = geo.padded_len().filter(|_| geo.stride[1] == 1);
+    // The weights' gradient packs its columns from the padded planes when
+    // they fit where the columns would be; the image's gradient is folded
+    // through them with a stride of 1 along the rows.
+    let planes_len = geo.padded_len();
+    let padded_len = planes_len.filter(|_| geo.stride[1] == 1);
     let per_chunk = partial_len + geo.k * geo.l + packing_len + padded_len.unwrap_or(0);
     let mut scratch = sink.scratch(if wants_x || wants_w { chunks.scratch_len(per_chunk) } else { 0 });
     let mut gx = if wants_x { sink.scratch_for(x, vx.len()) } else { Vec::new() };
@@ -211,7 +215,7 @@ pub(crate) fn conv2d_backward<T: Float>(
                     // tiles' rows with less padding.
                     let x = &vx.data[geo.image_group(n, group)..];
                     let block_t = &mut partial[group * geo.og * geo.k..(group + 1) * geo.og * geo.k];
-                    if geo.padded_len().is_some() {
+                    if planes_len.is_some() {
                         // The columns packed from the padded planes, as
                         // the forward packs them.
                         pad_planes(&geo, x, cols);
