@@ -13,7 +13,7 @@ use std::panic::Location;
 
 use crate::error::{ErrorKind, GradError};
 use crate::finite::{describe, first_non_finite};
-use crate::{Float, Tape, Var};
+use crate::{Float, Tape, Var, simd};
 
 /// One registered parameter.
 pub(crate) struct Entry {
@@ -316,18 +316,11 @@ impl Registry {
     }
 
     /// The L2 norm of the raw gradients of every registered parameter that
-    /// has one, summed in f64 in registration order, then row-major order.
+    /// has one: each parameter's sum of squares in f64
+    /// ([`sum_of_squares`]), added in registration order.
     fn global_norm<T: Float>(&self, tape: &Tape<T>) -> f64 {
-        let mut sum_of_squares = 0.0;
-        for entry in &self.entries {
-            if let Some(grad) = tape.grad_of(entry.var.index()) {
-                for &g in grad {
-                    let g = g.to_f64();
-                    sum_of_squares += g * g;
-                }
-            }
-        }
-        sum_of_squares.sqrt()
+        let grads = self.entries.iter().filter_map(|entry| tape.grad_of(entry.var.index()));
+        grads.map(sum_of_squares).sum::<f64>().sqrt()
     }
 
     /// Phase two of a step: calls `update(index, entry, value, grad)` for
@@ -348,6 +341,38 @@ impl Registry {
     }
 }
 
+simd::multiversion! {
+    /// `Σ x²` in f64, in 16 interleaved partial sums added by a fixed tree
+    /// of halves, then the tail: the same order at every SIMD level and
+    /// thread count. (As one chain of adds, each waiting on the last, the
+    /// sum over W7's 0.8M gradients took 0.4 ms of every clipped step.)
+    /// Each square of an `f32` is exact in f64.
+    fn sum_of_squares[T: Float][T](x: &[T]) -> f64 {
+        const LANES: usize = 16;
+        let mut lanes = [0.0f64; LANES];
+        let chunks = x.chunks_exact(LANES);
+        let tail = chunks.remainder();
+        for chunk in chunks {
+            for (lane, &v) in lanes.iter_mut().zip(chunk) {
+                let v = v.to_f64();
+                *lane += v * v;
+            }
+        }
+        let mut width = LANES;
+        while width > 1 {
+            width /= 2;
+            for l in 0..width {
+                let upper = lanes[l + width];
+                lanes[l] += upper;
+            }
+        }
+        tail.iter().fold(lanes[0], |sum, &v| {
+            let v = v.to_f64();
+            sum + v * v
+        })
+    }
+}
+
 /// `max_norm / norm` when the norm exceeds `max_norm`, else exactly one (no
 /// epsilon: torch's `clip_grad_norm_` divides by `norm + 1e-6`). The norm
 /// is never NaN: a step with a non-finite gradient is refused before it.
@@ -361,4 +386,26 @@ fn clip_scale(norm: f64, max_norm: f64) -> f64 {
 /// rounding. Used only when betas change after steps were taken.
 pub(crate) fn running_power(base: f64, n: u64) -> f64 {
     (0..n).fold(1.0, |power, _| power * base)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sum_of_squares;
+
+    #[test]
+    fn sums_of_squares_are_exact_on_small_integers_at_every_length() {
+        for len in [0, 1, 15, 16, 17, 33, 1000] {
+            let x: Vec<f32> = (0..len).map(|i| (i % 13) as f32 - 6.0).collect();
+            let expected: f64 = x.iter().map(|&v| f64::from(v) * f64::from(v)).sum();
+            assert_eq!(sum_of_squares(&x), expected, "length {len}");
+        }
+    }
+
+    #[test]
+    fn sums_of_squares_of_f64_are_accurate() {
+        let x: Vec<f64> = (0..10_001).map(|i| (f64::from(i) * 0.37).sin() * 1e3).collect();
+        let expected: f64 = x.iter().map(|v| v * v).sum();
+        let got = sum_of_squares(&x);
+        assert!(((got - expected) / expected).abs() < 1e-13, "{got} against {expected}");
+    }
 }
