@@ -75,3 +75,26 @@ fn rows_shared_out_in_groups_match_each_row_alone() {
         assert_eq!(tape.grad(x).slice(ndarray::s![0, ..]), whole_dx.slice(ndarray::s![r, ..]), "gradient of row {r}");
     }
 }
+
+#[test]
+fn scale_and_shift_gradients_over_many_rows_are_their_sums() {
+    // Enough rows for the parameters' gradients to be summed in blocks on
+    // two threads: the shift's is `Σ g` (exact here: integer cotangents),
+    // the scale's `Σ g · x̂`, against the same sum formed here in f64.
+    let mut rng = Rng::new(49);
+    let (rows, dim) = (700, 64);
+    let x = rng.normal_array(&[rows, dim]);
+    let cot = ArrayD::from_shape_fn(IxDyn(&[rows, dim]), |i| ((i[0] * 7 + i[1] * 3) % 11) as f64 - 5.0);
+    let inputs = [x.clone(), rng.normal_array(&[dim]), rng.normal_array(&[dim])];
+    let g = grads_with(&inputs, &cot, |tp, v| g_layer_norm(tp, v[0], v[1], v[2], 1e-5));
+    let shift = cot.sum_axis(ndarray::Axis(0));
+    assert_eq!(g[2], shift);
+    let mut scale = ArrayD::<f64>::zeros(IxDyn(&[dim]));
+    for (row, g_row) in x.outer_iter().zip(cot.outer_iter()) {
+        let mean = row.mean().unwrap();
+        let rstd = 1.0 / (row.mapv(|v| (v - mean) * (v - mean)).mean().unwrap() + 1e-5).sqrt();
+        scale.zip_mut_with(&(&g_row * &row.mapv(|v| (v - mean) * rstd)), |s, &t| *s += t);
+    }
+    let error = (&g[1] - &scale).mapv(f64::abs).fold(0.0f64, |m, &e| m.max(e));
+    assert!(error < 1e-9, "the scale's gradient is off by {error}");
+}

@@ -9,6 +9,8 @@ use crate::ops::reduce::lane_sum;
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
 use crate::tensor::TensorRef;
+use rayon::prelude::*;
+
 use crate::{Float, Tape, Var, parallel, simd};
 
 /// Layer normalization over the last axis of `x: [..., D]`, with a learned
@@ -90,9 +92,14 @@ simd::multiversion! {
 }
 
 simd::multiversion! {
-    /// One row's statistics, for the scale's gradient.
-    fn stats_of[T: Float][T](row: &[T], eps: T) -> (T, T) {
-        row_stats(row, eps)
+    /// One row's terms of the scale's and the shift's gradients, added to
+    /// `d_gamma` and `d_beta`.
+    fn row_params[T: Float][T](row: &[T], g_row: &[T], eps: T, d_gamma: &mut [T], d_beta: &mut [T]) {
+        let (mean, rstd) = row_stats(row, eps);
+        for (((d_gamma, d_beta), &x), &g) in d_gamma.iter_mut().zip(d_beta.iter_mut()).zip(row).zip(g_row) {
+            *d_gamma += g * (x - mean) * rstd;
+            *d_beta += g;
+        }
     }
 }
 
@@ -113,7 +120,6 @@ pub(crate) fn layer_norm_backward<T: Float>(
 ) {
     let (input, scale) = (sink.value(x), sink.value(gamma));
     let dim = scale.len().max(1);
-    let rows = || input.data.chunks_exact(dim).zip(g.data.chunks_exact(dim));
     sink.contribute(x, |dx| {
         // Rows are independent: groups of them on several threads.
         parallel::for_each_rows(dx, dim, |first, dx| {
@@ -124,17 +130,58 @@ pub(crate) fn layer_norm_backward<T: Float>(
             }
         });
     });
-    sink.contribute_zeroed(gamma, |d_gamma| {
-        for (row, g_row) in rows() {
-            let (mean, rstd) = stats_of(row, eps);
-            for ((d, &x), &g) in d_gamma.iter_mut().zip(row).zip(g_row) {
-                *d += g * (x - mean) * rstd;
+    if sink.wants(gamma) || sink.wants(beta) {
+        params_backward(sink, &input.data, g.data, dim, eps, [gamma, beta]);
+    }
+}
+
+/// Rows summed at a time into one partial gradient of the scale and shift.
+const PARAM_BLOCK: usize = 64;
+
+/// The scale's gradient `Σ g · x̂` and the shift's `Σ g` over the rows:
+/// each block of [`PARAM_BLOCK`] rows summed row after row into a partial
+/// of its own (shared out over the pool when there are enough rows),
+/// then the partials added in block order. The blocks are fixed, so the
+/// bits do not depend on the threads.
+fn params_backward<T: Float>(
+    sink: &mut GradSink<'_, T>,
+    input: &[T],
+    g: &[T],
+    dim: usize,
+    eps: T,
+    [gamma, beta]: [NodeId; 2],
+) {
+    let rows = input.len() / dim;
+    let blocks = rows.div_ceil(PARAM_BLOCK);
+    let mut partials = sink.scratch(blocks * 2 * dim);
+    let fill = |first_block: usize, partials: &mut [T]| {
+        for (b, partial) in partials.chunks_exact_mut(2 * dim).enumerate() {
+            let (d_gamma, d_beta) = partial.split_at_mut(dim);
+            d_gamma.fill(T::zero());
+            d_beta.fill(T::zero());
+            let start = (first_block + b) * PARAM_BLOCK * dim;
+            let end = (start + PARAM_BLOCK * dim).min(input.len());
+            let rows = input[start..end].chunks_exact(dim).zip(g[start..end].chunks_exact(dim));
+            for (row, g_row) in rows {
+                row_params(row, g_row, eps, d_gamma, d_beta);
             }
         }
-    });
-    sink.contribute_zeroed(beta, |d_beta| {
-        for (_, g_row) in rows() {
-            d_beta.iter_mut().zip(g_row).for_each(|(d, &g)| *d += g);
+    };
+    if parallel::worth_it(input.len()) {
+        parallel::run(true, || partials.par_chunks_mut(2 * dim).enumerate().for_each(|(b, p)| fill(b, p)));
+    } else {
+        fill(0, &mut partials);
+    }
+    for (id, half) in [(gamma, 0), (beta, dim)] {
+        if !sink.wants(id) {
+            continue;
         }
-    });
+        let mut sum = sink.scratch_for(id, sink.value(id).len());
+        sum.fill(T::zero());
+        for partial in partials.chunks_exact(2 * dim) {
+            sum.iter_mut().zip(&partial[half..half + dim]).for_each(|(d, &p)| *d += p);
+        }
+        sink.add(id, sum);
+    }
+    sink.recycle(partials);
 }
