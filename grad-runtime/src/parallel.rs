@@ -257,6 +257,7 @@ pub(crate) fn run<R: Send>(parallel: bool, f: impl FnOnce() -> R + Send) -> R {
     if pool.current_num_threads() < 2 {
         return f();
     }
+    pair::make_way();
     let _restore = Restore::set(&IN_KERNEL);
     pool.install(f)
 }
