@@ -118,15 +118,38 @@ pub(crate) fn zip_broadcast<T: Float>(
     let last = outer.len();
     let (sa, sb) = (broadcast_strides(a_shape, out_shape), broadcast_strides(b_shape, out_shape));
     let (step_a, step_b) = (sa[last], sb[last]);
-    for_each_offset(outer, [&sa.slice()[..last], &sb.slice()[..last]], |row, [ja, jb]| {
-        let out = &mut out[row * n..(row + 1) * n];
+    let row_at = |row: usize, out: &mut [T]| {
+        let [ja, jb] = row_offsets(row, outer, [&sa.slice()[..last], &sb.slice()[..last]]);
         match (step_a, step_b) {
             (1, 1) => zip_rows(&a[ja..ja + n], &b[jb..jb + n], out, &f),
             (1, _) => map_row(&a[ja..ja + n], out, &|x| f(x, b[jb])),
             (_, 1) => map_row(&b[jb..jb + n], out, &|y| f(a[ja], y)),
             _ => out.fill(f(a[ja], b[jb])),
         }
+    };
+    // Rows are independent: groups of them on several threads when large
+    // (a product's bias, `x @ w + b`, is added this way).
+    parallel::for_each_rows(out, n, |first, rows| {
+        for (r, out) in rows.chunks_exact_mut(n).enumerate() {
+            row_at(first + r, out);
+        }
     });
+}
+
+/// Each operand's offset at the start of row `row` of the output, whose
+/// rows are indexed by the axes `outer` (all but the last), for operands
+/// with `strides` on those axes.
+fn row_offsets<const N: usize>(row: usize, outer: &[usize], strides: [&[usize]; N]) -> [usize; N] {
+    let mut offsets = [0; N];
+    let mut rest = row;
+    for axis in (0..outer.len()).rev() {
+        let index = rest % outer[axis];
+        rest /= outer[axis];
+        for (offset, stride) in offsets.iter_mut().zip(&strides) {
+            *offset += index * stride[axis];
+        }
+    }
+    offsets
 }
 
 simd::multiversion! {
@@ -147,6 +170,9 @@ simd::multiversion! {
     }
 }
 
+/// Columns a thread of [`reduce_into`] takes a multiple of: a cache line of `f32`.
+const COLUMN_BLOCK: usize = 16;
+
 /// Adds `g` (shape `from`) into `out` (shape `to`, which broadcasts to
 /// `from`), row by row along the last axis. Each element of `out` receives
 /// its terms one at a time in row-major order of `from`.
@@ -162,6 +188,20 @@ pub(crate) fn reduce_into<T: Float>(g: &[T], from: &[usize], to: &[usize], out: 
     let last = outer.len();
     let strides = broadcast_strides(to, from);
     let step = strides[last];
+    if step == 1 && out.len() == n && parallel::worth_it(g.len()) && n >= 2 * COLUMN_BLOCK {
+        // Every row adds into the one row of `out` (a bias's gradient):
+        // its columns in two halves on two threads, each half summed over
+        // the rows in order, so the bits are those of one thread.
+        let mid = n / 2 / COLUMN_BLOCK * COLUMN_BLOCK;
+        let (left, right) = out.split_at_mut(mid);
+        let add_rows = |first: usize, out: &mut [T]| {
+            for g_row in g.chunks_exact(n) {
+                out.iter_mut().zip(&g_row[first..]).for_each(|(o, &v)| *o += v);
+            }
+        };
+        parallel::run(true, || rayon::join(|| add_rows(0, left), || add_rows(mid, right)));
+        return;
+    }
     for_each_offset(outer, [&strides.slice()[..last]], |row, [j]| {
         let g_row = &g[row * n..(row + 1) * n];
         if step == 1 {
@@ -228,5 +268,29 @@ mod tests {
         assert_eq!(to_column, want);
         let to_scalar = unbroadcast(&[]);
         assert_eq!(to_scalar, vec![g.iter().sum::<f64>()]);
+    }
+
+    #[test]
+    fn large_broadcasts_shared_out_by_rows_and_columns_keep_each_element_and_sum() {
+        // Large enough for threads: a bias added to [8, 64, 384] rows and a
+        // [64, 1] column to the same shape, each element as if alone; then
+        // the bias's gradient summed over rows in row order (the bits of
+        // one thread), with values whose sums round.
+        let shape = [8, 64, 384];
+        let len: usize = shape.iter().product();
+        let x: Vec<f32> = (0..len).map(|i| ((i * 37) % 101) as f32 * 0.013 - 0.6).collect();
+        let bias: Vec<f32> = (0..384).map(|i| i as f32 * 0.25).collect();
+        let column: Vec<f32> = (0..64).map(|i| i as f32 * -0.5).collect();
+        let mut out = vec![0.0; len];
+        zip_broadcast((&x, &shape), (&bias, &[384]), &mut out, &shape, |a, b| a * 1.5 + b);
+        assert!((0..len).all(|i| out[i] == x[i] * 1.5 + bias[i % 384]));
+        zip_broadcast((&column, &[64, 1]), (&x, &shape), &mut out, &shape, |a, b| a - b);
+        assert!((0..len).all(|i| out[i] == column[i / 384 % 64] - x[i]));
+        let mut sums = vec![0.0f32; 384];
+        reduce_into(&x, &shape, &[384], &mut sums);
+        for (k, &sum) in sums.iter().enumerate() {
+            let want = (0..len / 384).fold(0.0f32, |acc, r| acc + x[r * 384 + k]);
+            assert_eq!(sum.to_bits(), want.to_bits(), "column {k}");
+        }
     }
 }
