@@ -132,3 +132,26 @@ fn overlapping_slices_of_one_tensor_add_their_gradients_exactly() {
         assert_eq!(tape.grad(v), expected, "summed whole: {summed_whole}");
     }
 }
+
+#[test]
+fn large_slices_hand_back_their_blocks_on_several_threads() {
+    // Large enough for the rows of the input's gradient to be shared out
+    // over threads: blocks cut in the outer axes and the last, one of them
+    // read twice, against hand indexing (integers: every sum is exact).
+    let shape = [8, 64, 300];
+    let x = ArrayD::from_shape_fn(IxDyn(&shape), |ix| ((ix[0] * 7 + ix[1] * 5 + ix[2]) % 13) as f64 - 6.0);
+    let mut tape = Tape::<f64>::new();
+    let v = tape.param(x.clone());
+    let a = g_slice(&mut tape, v, &[1, 3, 10], &[7, 50, 210]);
+    let b = g_slice(&mut tape, v, &[0, 0, 100], &[8, 64, 300]);
+    let a2 = g_muls(&mut tape, a, 2.0);
+    let bb = g_mul(&mut tape, b, b);
+    let terms = [g_sum(&mut tape, a2), g_sum(&mut tape, bb), g_sum(&mut tape, a)];
+    let loss = g_add(&mut tape, terms[0], terms[1]);
+    let loss = g_add(&mut tape, loss, terms[2]);
+    tape.backward(loss).unwrap();
+    let mut want = ArrayD::<f64>::zeros(IxDyn(&shape));
+    want.slice_mut(s![1..7, 3..50, 10..210]).mapv_inplace(|w| w + 3.0);
+    want.slice_mut(s![.., .., 100..300]).zip_mut_with(&x.slice(s![.., .., 100..300]), |w, &v| *w += 2.0 * v);
+    assert_eq!(tape.grad(v), want);
+}

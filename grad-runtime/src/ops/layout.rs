@@ -225,6 +225,20 @@ pub(crate) fn reshape_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &TensorR
 
 pub(crate) fn slice_backward<T: Float>(sink: &mut GradSink<'_, T>, g: &TensorRef<'_, T>, x: NodeId, starts: &IxDyn) {
     let shape = sink.value(x).shape.clone();
+    let width = shape.slice().last().copied().unwrap_or(0);
+    if width > 0 && !g.data.is_empty() {
+        return sink.contribute_elementwise(x, |c, accumulate| {
+            // Row by row along `x`'s last axis, groups of rows on several
+            // threads: a row in the block gets its row of `g` (`0 + g` for
+            // the first contribution, the bits of adding into zeros), a row
+            // outside it nothing (zeros for the first).
+            parallel::for_each_rows(c, width, |first, rows| {
+                for (r, row) in rows.chunks_exact_mut(width).enumerate() {
+                    slice_row_backward(row, first + r, shape.slice(), g, starts.slice(), accumulate);
+                }
+            });
+        });
+    }
     let mut stops = starts.clone();
     stops.slice_mut().iter_mut().zip(g.shape()).for_each(|(s, n)| *s += n);
     sink.contribute_into(x, |c| {
@@ -245,6 +259,44 @@ pub(crate) fn concat_backward<T: Float>(
     let g = g.view();
     for (x, part) in [(a, Slice::from(..split)), (b, Slice::from(split..))] {
         sink.contribute(x, |c| copy_view(g.slice_axis(Axis(axis), part), c));
+    }
+}
+
+/// Row `row` of a slice's input gradient (`x_shape`'s rows along its last
+/// axis): `g`'s row at this row's place in the block that started at
+/// `starts`, added in when `accumulate`, else written with zeros around it.
+fn slice_row_backward<T: Float>(
+    row: &mut [T],
+    index: usize,
+    x_shape: &[usize],
+    g: &TensorRef<'_, T>,
+    starts: &[usize],
+    accumulate: bool,
+) {
+    let last = x_shape.len() - 1;
+    let (g_shape, width) = (g.shape(), g.shape()[last]);
+    // This row's place in `g`, if it lies in the block.
+    let (mut rest, mut g_row, mut g_rows) = (index, 0, 1);
+    for axis in (0..last).rev() {
+        let at = rest % x_shape[axis];
+        rest /= x_shape[axis];
+        let Some(inside) = at.checked_sub(starts[axis]).filter(|&i| i < g_shape[axis]) else {
+            if !accumulate {
+                row.fill(T::zero());
+            }
+            return;
+        };
+        g_row += inside * g_rows;
+        g_rows *= g_shape[axis];
+    }
+    let g_row = &g.data[g_row * width..][..width];
+    let start = starts[last];
+    if accumulate {
+        row[start..start + width].iter_mut().zip(g_row).for_each(|(c, &v)| *c += v);
+    } else {
+        row[..start].fill(T::zero());
+        row[start..start + width].iter_mut().zip(g_row).for_each(|(c, &v)| *c = T::zero() + v);
+        row[start + width..].fill(T::zero());
     }
 }
 
