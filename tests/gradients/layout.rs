@@ -135,8 +135,8 @@ fn overlapping_slices_of_one_tensor_add_their_gradients_exactly() {
 
 #[test]
 fn large_slices_hand_back_their_blocks_on_several_threads() {
-    // Large enough for the rows of the input's gradient to be shared out
-    // over threads: blocks cut in the outer axes and the last, one of them
+    // Large enough for the rows of the slices and of the input's gradient
+    // to be shared out over threads: blocks cut in the outer axes and the last, one of them
     // read twice, against hand indexing (integers: every sum is exact).
     let shape = [8, 64, 300];
     let x = ArrayD::from_shape_fn(IxDyn(&shape), |ix| ((ix[0] * 7 + ix[1] * 5 + ix[2]) % 13) as f64 - 6.0);
@@ -150,6 +150,8 @@ fn large_slices_hand_back_their_blocks_on_several_threads() {
     let loss = g_add(&mut tape, terms[0], terms[1]);
     let loss = g_add(&mut tape, loss, terms[2]);
     tape.backward(loss).unwrap();
+    assert_eq!(tape.value(a), x.slice(s![1..7, 3..50, 10..210]).into_dyn());
+    assert_eq!(tape.value(b), x.slice(s![.., .., 100..300]).into_dyn());
     let mut want = ArrayD::<f64>::zeros(IxDyn(&shape));
     want.slice_mut(s![1..7, 3..50, 10..210]).mapv_inplace(|w| w + 3.0);
     want.slice_mut(s![.., .., 100..300]).zip_mut_with(&x.slice(s![.., .., 100..300]), |w, &v| *w += 2.0 * v);

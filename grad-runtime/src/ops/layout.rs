@@ -159,8 +159,20 @@ pub fn g_slice<T: Float>(tp: &mut Tape<T>, x: Var, starts: &[usize], stops: &[us
     let mut out_shape = IxDyn::zeros(starts.len());
     out_shape.slice_mut().iter_mut().zip(starts.iter().zip(stops)).for_each(|(n, (a, b))| *n = b - a);
     let Some(mut out) = tp.output(NAME, out_shape, &[x], location) else { return tp.poisoned_var() };
-    let input = tp.value_of(x).view();
-    copy_view(input.slice_each_axis(|ax| block_of(starts, stops, ax.axis)), &mut out.data);
+    let input = tp.value_of(x);
+    match (input.shape().last(), out.shape().last()) {
+        (Some(&x_width), Some(&width)) if width > 0 => {
+            // Row by row along the last axis, groups of rows on several threads.
+            let (x_shape, out_shape, last) = (input.shape(), out.shape.clone(), starts.len() - 1);
+            parallel::for_each_rows(&mut out.data, width, |first, rows| {
+                for (r, row) in rows.chunks_exact_mut(width).enumerate() {
+                    let from = source_row(first + r, x_shape, out_shape.slice(), starts) * x_width + starts[last];
+                    row.copy_from_slice(&input.data[from..from + width]);
+                }
+            });
+        }
+        _ => copy_view(input.view().slice_each_axis(|ax| block_of(starts, stops, ax.axis)), &mut out.data),
+    }
     tp.push(Op::Slice { x, starts: IxDyn(starts) }, out)
 }
 
@@ -260,6 +272,19 @@ pub(crate) fn concat_backward<T: Float>(
     for (x, part) in [(a, Slice::from(..split)), (b, Slice::from(split..))] {
         sink.contribute(x, |c| copy_view(g.slice_axis(Axis(axis), part), c));
     }
+}
+
+/// The row of a slice's input (`x_shape`'s rows along its last axis) that
+/// row `row` of the slice (of shape `out_shape`, from `starts`) lies in.
+fn source_row(row: usize, x_shape: &[usize], out_shape: &[usize], starts: &[usize]) -> usize {
+    let (mut rest, mut x_row, mut x_rows) = (row, 0, 1);
+    for axis in (0..out_shape.len() - 1).rev() {
+        let at = rest % out_shape[axis];
+        rest /= out_shape[axis];
+        x_row += (starts[axis] + at) * x_rows;
+        x_rows *= x_shape[axis];
+    }
+    x_row
 }
 
 /// Row `row` of a slice's input gradient (`x_shape`'s rows along its last
