@@ -277,6 +277,29 @@ impl Registry {
         location: &'static Location<'static>,
     ) -> Result<T, GradError> {
         self.check_ready(op, tape, location)?;
+        // A finite sum of squares means every gradient is finite (a NaN or
+        // an infinity makes the sum one): the search for them then need not
+        // read the gradients again.
+        let norm = self.max_norm.map(|_| self.global_norm(tape));
+        if !norm.is_some_and(f64::is_finite) {
+            self.refuse_non_finite(op, tape, location)?;
+        }
+        let scale = match (self.max_norm, norm) {
+            (Some(max_norm), Some(norm)) => clip_scale(norm, max_norm),
+            _ => 1.0,
+        };
+        self.steps += 1;
+        Ok(T::from_f64(scale))
+    }
+
+    /// The error for the first gradient that holds a NaN or an infinity, in
+    /// registration order, if any does.
+    fn refuse_non_finite<T: Float>(
+        &self,
+        op: &'static str,
+        tape: &Tape<T>,
+        location: &'static Location<'static>,
+    ) -> Result<(), GradError> {
         for entry in &self.entries {
             let node = entry.var.index();
             let Some((position, bad)) = tape.grad_of(node).and_then(first_non_finite) else {
@@ -286,12 +309,7 @@ impl Registry {
             let kind = ErrorKind::NonFiniteGradient { parameter, value: describe(bad), position };
             return Err(GradError::new(op, kind, vec![tape.shape(node).to_vec()], location));
         }
-        let scale = match self.max_norm {
-            Some(max_norm) => clip_scale(self.global_norm(tape), max_norm),
-            None => 1.0,
-        };
-        self.steps += 1;
-        Ok(T::from_f64(scale))
+        Ok(())
     }
 
     /// The checks of [`begin_step`](Registry::begin_step) that read no
