@@ -3,14 +3,14 @@
 
 use std::panic::Location;
 
+use rayon::prelude::*;
+
 use crate::error::ErrorKind;
 use crate::ops::Op;
 use crate::ops::reduce::lane_sum;
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
 use crate::tensor::TensorRef;
-use rayon::prelude::*;
-
 use crate::{Float, Tape, Var, parallel, simd};
 
 /// Layer normalization over the last axis of `x: [..., D]`, with a learned

@@ -287,7 +287,7 @@ fn source_row(row: usize, x_shape: &[usize], out_shape: &[usize], starts: &[usiz
     x_row
 }
 
-/// Row `row` of a slice's input gradient (`x_shape`'s rows along its last
+/// Row `index` of a slice's input gradient (`x_shape`'s rows along its last
 /// axis): `g`'s row at this row's place in the block that started at
 /// `starts`, added in when `accumulate`, else written with zeros around it.
 fn slice_row_backward<T: Float>(
