@@ -395,7 +395,16 @@ pub(crate) fn lane_sum<T: Float>([a, b, c]: [&[T]; 3], term: impl Fn(T, T, T) ->
             lanes[l] += term(a[l], b[l], c[l]);
         }
     }
-    let mut width = LANES;
+    let tail = tails.0.iter().zip(tails.1).zip(tails.2).fold(T::zero(), |sum, ((&a, &b), &c)| sum + term(a, b, c));
+    add_halves(lanes) + tail
+}
+
+/// The sum of 16 partial sums by a fixed tree of halves (the upper eight
+/// added to the lower eight, then four, two, one): the order
+/// [`lane_sum`]'s and the clipping norm's sums keep at every SIMD level.
+#[inline(always)]
+pub(crate) fn add_halves<T: Copy + std::ops::AddAssign>(mut lanes: [T; 16]) -> T {
+    let mut width = lanes.len();
     while width > 1 {
         width /= 2;
         for l in 0..width {
@@ -403,8 +412,7 @@ pub(crate) fn lane_sum<T: Float>([a, b, c]: [&[T]; 3], term: impl Fn(T, T, T) ->
             lanes[l] += upper;
         }
     }
-    let tail = tails.0.iter().zip(tails.1).zip(tails.2).fold(T::zero(), |sum, ((&a, &b), &c)| sum + term(a, b, c));
-    lanes[0] + tail
+    lanes[0]
 }
 
 simd::multiversion! {

@@ -13,6 +13,7 @@ use std::panic::Location;
 
 use crate::error::{ErrorKind, GradError};
 use crate::finite::{describe, first_non_finite};
+use crate::ops::reduce::add_halves;
 use crate::{Float, Tape, Var, simd};
 
 /// One registered parameter.
@@ -376,15 +377,7 @@ simd::multiversion! {
                 *lane += v * v;
             }
         }
-        let mut width = LANES;
-        while width > 1 {
-            width /= 2;
-            for l in 0..width {
-                let upper = lanes[l + width];
-                lanes[l] += upper;
-            }
-        }
-        tail.iter().fold(lanes[0], |sum, &v| {
+        tail.iter().fold(add_halves(lanes), |sum, &v| {
             let v = v.to_f64();
             sum + v * v
         })
