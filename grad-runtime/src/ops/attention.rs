@@ -102,9 +102,7 @@ pub fn g_attention<T: Float>(tp: &mut Tape<T>, q: Var, k: Var, v: Var, causal: b
     let mut scratch = tp.scratch(dims.heads * scratch_len);
     let [q, k, v] = ids.map(|id| &tp.value_of(id).data[..]);
     let heads = |i: usize, scratch: &mut [T], (probs, stats): (&mut [T], &mut [T]), out: &mut [T]| {
-        let (q, k, v) =
-            (dims.head(q, i, dims.tq * dims.d), dims.head(k, i, dims.tk * dims.d), dims.head(v, i, dims.tk * dims.dv));
-        attend([q, k, v], dims, causal, scratch, [probs, stats], out);
+        attend(dims.head_inputs([q, k, v], i), dims, causal, scratch, [probs, stats], out);
     };
     if dims.tq * dims.tk == 0 || out_len == 0 {
         // No query, or values of no width: nothing to weigh (the gradients are zeros too).
@@ -141,12 +139,12 @@ pub fn g_attention<T: Float>(tp: &mut Tape<T>, q: Var, k: Var, v: Var, causal: b
 /// tape's when the op was recorded).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Dims {
-    heads: usize,
-    tq: usize,
-    tk: usize,
-    d: usize,
-    dv: usize,
-    precision: Precision,
+    pub(super) heads: usize,
+    pub(super) tq: usize,
+    pub(super) tk: usize,
+    pub(super) d: usize,
+    pub(super) dv: usize,
+    pub(super) precision: Precision,
 }
 
 impl Dims {
@@ -184,15 +182,26 @@ impl Dims {
         &data[i * len..(i + 1) * len]
     }
 
+    /// Head `i`'s queries, keys and values in separate buffers of heads
+    /// laid one after another, each row-major.
+    fn head_inputs<'a, T>(&self, [q, k, v]: [&'a [T]; 3], i: usize) -> [MatRef<'a, T>; 3] {
+        let (tq, tk, d, dv) = (self.tq, self.tk, self.d, self.dv);
+        [
+            MatRef::row_major(self.head(q, i, tq * d), tq, d),
+            MatRef::row_major(self.head(k, i, tk * d), tk, d),
+            MatRef::row_major(self.head(v, i, tk * dv), tk, dv),
+        ]
+    }
+
     /// How many keys query `i` sees.
     #[inline(always)]
-    fn visible(&self, i: usize, causal: bool) -> usize {
+    pub(super) fn visible(&self, i: usize, causal: bool) -> usize {
         if causal { (i + 1).min(self.tk) } else { self.tk }
     }
 
     /// Whether the op keeps the probabilities for backward (else their
     /// statistics, two per query): when they are no larger than the inputs.
-    fn keeps_weights(&self) -> bool {
+    pub(super) fn keeps_weights(&self) -> bool {
         let weights = self.tq.saturating_mul(self.tk);
         let inputs = (self.tq * self.d).saturating_add(self.tk * self.d).saturating_add(self.tk * self.dv);
         weights <= inputs
@@ -200,17 +209,17 @@ impl Dims {
 
     /// The probabilities one head writes: all its rows when they are kept,
     /// else one row, reused.
-    fn weights_len(&self) -> usize {
+    pub(super) fn weights_len(&self) -> usize {
         if self.keeps_weights() { self.tq * self.tk } else { self.tk }
     }
 
     /// The statistics one head keeps: none with the probabilities, else
     /// two per query.
-    fn stats_len(&self) -> usize {
+    pub(super) fn stats_len(&self) -> usize {
         if self.keeps_weights() { 0 } else { 2 * self.tq }
     }
 
-    fn scale<T: Float>(&self) -> T {
+    pub(super) fn scale<T: Float>(&self) -> T {
         T::from_f64(1.0 / (self.d.max(1) as f64).sqrt())
     }
 }
@@ -224,24 +233,27 @@ impl Dims {
 /// their SIMD level.
 #[inline(always)]
 fn block_scores<T: Float>(
-    queries: &[T],
-    keys: &[T],
-    [i0, rows, seen]: [usize; 3],
+    queries: MatRef<'_, T>,
+    keys: MatRef<'_, T>,
+    [i0, seen]: [usize; 2],
     dims: Dims,
     causal: bool,
     out: &mut [T],
     packing: &mut [T],
 ) {
-    let d = dims.d;
-    let queries = MatRef::row_major(queries, rows, d);
-    let keys_t = MatRef::row_major(&keys[..seen * d], seen, d).t();
-    T::gemm(dims.precision, queries, keys_t, out, false, packing);
+    T::gemm(dims.precision, queries, rows(keys, 0, seen).t(), out, false, packing);
     let scale = dims.scale::<T>();
     for (r, row) in out.chunks_exact_mut(seen).enumerate() {
         for p in &mut row[..dims.visible(i0 + r, causal)] {
             *p *= scale;
         }
     }
+}
+
+/// Rows `r0..r1` of `m`.
+#[inline(always)]
+fn rows<T>(m: MatRef<'_, T>, r0: usize, r1: usize) -> MatRef<'_, T> {
+    MatRef { data: &m.data[r0 * m.row_stride..], rows: r1 - r0, ..m }
 }
 
 /// `exp(s - max) / total` in place: scores to probabilities.
@@ -264,7 +276,7 @@ const QUERY_BLOCK: usize = 64;
 
 /// The scratch one head's forward needs: a block's scores (`QUERY_BLOCK
 /// × tk`) and the packing of its two products.
-fn forward_scratch_len<T: Float>(dims: Dims) -> usize {
+pub(super) fn forward_scratch_len<T: Float>(dims: Dims) -> usize {
     let Dims { tq, tk, d, dv, .. } = dims;
     let rows = QUERY_BLOCK.min(tq);
     let len = |m, k, n| gemm::scratch_len_in::<T>(dims.precision, m, k, n);
@@ -279,9 +291,11 @@ simd::multiversion! {
     /// `saved` is `[probs, stats]`: every row of probabilities kept (`probs`
     /// of `tq × tk`, `stats` unused), or each query's largest score and sum
     /// of exponentials written to `stats` (`probs` unused). `scratch` holds
-    /// [`forward_scratch_len`].
-    fn attend[T: Float][T](
-        inputs: [&[T]; 3],
+    /// [`forward_scratch_len`]. `q`, `k`, `v` are read through their
+    /// strides (a head of separate tensors, or of a packed `qkv`); `out`
+    /// is the head's row-major `tq × dv`.
+    pub(super) fn attend[T: Float][T](
+        inputs: [MatRef<'_, T>; 3],
         dims: Dims,
         causal: bool,
         scratch: &mut [T],
@@ -290,15 +304,14 @@ simd::multiversion! {
     ) {
         let [q, k, v] = inputs;
         let [probs, stats] = saved;
-        let Dims { tq, tk, d, dv, .. } = dims;
+        let Dims { tq, tk, dv, .. } = dims;
         let keep = dims.keeps_weights();
         let (block, packing) = scratch.split_at_mut(QUERY_BLOCK.min(tq) * tk);
         for i0 in (0..tq).step_by(QUERY_BLOCK) {
             let i1 = (i0 + QUERY_BLOCK).min(tq);
-            let rows = i1 - i0;
             let seen = dims.visible(i1 - 1, causal);
-            let p = &mut block[..rows * seen];
-            block_scores(&q[i0 * d..i1 * d], k, [i0, rows, seen], dims, causal, p, packing);
+            let p = &mut block[..(i1 - i0) * seen];
+            block_scores(rows(q, i0, i1), k, [i0, seen], dims, causal, p, packing);
             for (r, row) in p.chunks_exact_mut(seen).enumerate() {
                 let i = i0 + r;
                 let (seen_here, unseen) = row.split_at_mut(dims.visible(i, causal));
@@ -311,9 +324,8 @@ simd::multiversion! {
                     (stats[2 * i], stats[2 * i + 1]) = (max, total);
                 }
             }
-            let weights = MatRef::row_major(&*p, rows, seen);
-            let values = MatRef::row_major(&v[..seen * dv], seen, dv);
-            T::gemm(dims.precision, weights, values, &mut out[i0 * dv..i1 * dv], false, packing);
+            let weights = MatRef::row_major(&*p, i1 - i0, seen);
+            T::gemm(dims.precision, weights, rows(v, 0, seen), &mut out[i0 * dv..i1 * dv], false, packing);
         }
     }
 }
@@ -343,7 +355,7 @@ fn softmax_in_place<T: Float>(seen: &mut [T]) -> (T, T) {
 /// The scratch one head's backward needs: a block's probabilities and
 /// their gradient (each `QUERY_BLOCK × tk`) and the packing of the block's
 /// products (the scores' too, when the probabilities are recomputed).
-fn backward_scratch_len<T: Float>(dims: Dims) -> usize {
+pub(super) fn backward_scratch_len<T: Float>(dims: Dims) -> usize {
     let Dims { tq, tk, d, dv, .. } = dims;
     let rows = QUERY_BLOCK.min(tq);
     let packing = [(rows, d, tk), (rows, dv, tk), (rows, tk, d), (tk, rows, d), (tk, rows, dv)]
@@ -355,8 +367,9 @@ fn backward_scratch_len<T: Float>(dims: Dims) -> usize {
 }
 
 simd::multiversion! {
-    /// One head backward: `g` is the output's gradient, `saved` what the
-    /// forward kept (the probabilities, or each query's statistics);
+    /// One head backward: `g` is the output's gradient (`q`, `k`, `v`, `g`
+    /// read through their strides), `saved` what the forward kept (the
+    /// probabilities, or each query's statistics);
     /// `scratch` holds [`backward_scratch_len`]. `dq`, `dk`, `dv` (any
     /// contents on entry) get the head's gradients: each block of queries
     /// writes its rows of `dq`; the first block writes the rows of `dk`
@@ -369,14 +382,15 @@ simd::multiversion! {
     /// √d` row by row, then `dq = dS k`, `dk += dSᵀ q`, `dv += Pᵀ g`. (Row
     /// by row, they would be three short `axpy`s per query and key, bound
     /// by loads and stores rather than by multiply-adds.)
-    fn attend_backward[T: Float][T](
-        inputs: [&[T]; 5],
+    pub(super) fn attend_backward[T: Float][T](
+        inputs: [MatRef<'_, T>; 4],
+        saved: &[T],
         dims: Dims,
         causal: bool,
         scratch: &mut [T],
         grads: [&mut [T]; 3],
     ) {
-        let ([q, k, v, saved, g], [dq, dk, dv]) = (inputs, grads);
+        let ([q, k, v, g], [dq, dk, dv]) = (inputs, grads);
         let Dims { tq, tk, d, dv: width, .. } = dims;
         let (scale, keep) = (dims.scale::<T>(), dims.keeps_weights());
         let rows_max = QUERY_BLOCK.min(tq);
@@ -387,13 +401,14 @@ simd::multiversion! {
         dv[first_seen * width..].fill(T::zero());
         for i0 in (0..tq).step_by(QUERY_BLOCK) {
             let i1 = (i0 + QUERY_BLOCK).min(tq);
-            let rows = i1 - i0;
+            let count = i1 - i0;
             // The keys some query of the block sees; the others get nothing.
             let seen = dims.visible(i1 - 1, causal);
-            let p = &mut probs[..rows * seen];
+            let p = &mut probs[..count * seen];
+            let queries = rows(q, i0, i1);
             if !keep {
                 // The forward's scores again, then its probabilities from its statistics.
-                block_scores(&q[i0 * d..i1 * d], k, [i0, rows, seen], dims, causal, p, packing);
+                block_scores(queries, k, [i0, seen], dims, causal, p, packing);
             }
             for (r, p_row) in p.chunks_exact_mut(seen).enumerate() {
                 let i = i0 + r;
@@ -406,9 +421,9 @@ simd::multiversion! {
                     unseen.fill(T::zero());
                 }
             }
-            let g_block = MatRef::row_major(&g[i0 * width..i1 * width], rows, width);
-            let ds = &mut grad_probs[..rows * seen];
-            T::gemm(dims.precision, g_block, MatRef::row_major(&v[..seen * width], seen, width).t(), ds, false, packing);
+            let g_block = rows(g, i0, i1);
+            let ds = &mut grad_probs[..count * seen];
+            T::gemm(dims.precision, g_block, rows(v, 0, seen).t(), ds, false, packing);
             for (r, (ds_row, p_row)) in ds.chunks_exact_mut(seen).zip(p.chunks_exact(seen)).enumerate() {
                 let visible = dims.visible(i0 + r, causal);
                 let (ds_seen, ds_unseen) = ds_row.split_at_mut(visible);
@@ -418,10 +433,8 @@ simd::multiversion! {
                 }
                 ds_unseen.fill(T::zero());
             }
-            let (ds, p) = (MatRef::row_major(&*ds, rows, seen), MatRef::row_major(&*p, rows, seen));
-            let keys = MatRef::row_major(&k[..seen * d], seen, d);
-            T::gemm(dims.precision, ds, keys, &mut dq[i0 * d..i1 * d], false, packing);
-            let queries = MatRef::row_major(&q[i0 * d..i1 * d], rows, d);
+            let (ds, p) = (MatRef::row_major(&*ds, count, seen), MatRef::row_major(&*p, count, seen));
+            T::gemm(dims.precision, ds, rows(k, 0, seen), &mut dq[i0 * d..i1 * d], false, packing);
             let add = i0 > 0;
             T::gemm(dims.precision, ds.t(), queries, &mut dk[..seen * d], add, packing);
             T::gemm(dims.precision, p.t(), g_block, &mut dv[..seen * width], add, packing);
@@ -458,14 +471,9 @@ pub(crate) fn attention_backward<T: Float>(
     let mut rows = sink.scratch(dims.heads * scratch_len);
     let values = [q, k, v].map(|id| &sink.value(id).data[..]);
     let head = |i: usize, row: &mut [T], [dq, dk, dv]: [&mut [T]; 3]| {
-        let inputs = [
-            dims.head(values[0], i, lens[0]),
-            dims.head(values[1], i, lens[1]),
-            dims.head(values[2], i, lens[2]),
-            dims.head(saved, i, saved_len),
-            dims.head(g.data, i, dims.tq * dims.dv),
-        ];
-        attend_backward(inputs, dims, causal, row, [dq, dk, dv]);
+        let [q, k, v] = dims.head_inputs(values, i);
+        let g = MatRef::row_major(dims.head(g.data, i, dims.tq * dims.dv), dims.tq, dims.dv);
+        attend_backward([q, k, v, g], dims.head(saved, i, saved_len), dims, causal, row, [dq, dk, dv]);
     };
     let [dq, dk, dv] = &mut grads;
     let empty = lens.contains(&0) || dims.tq * dims.tk == 0;
