@@ -188,6 +188,7 @@ fn call_op(name: &str, rng: &mut Rng, tape: &mut Tape<f64>, pick: &mut dyn FnMut
             let c = pick(rng);
             g_attention(tape, a, b, c, small(rng, 2) == 0)
         }
+        "g_attention_packed" => g_attention_packed(tape, a, number(rng), small(rng, 2) == 0),
         "g_custom" => match small(rng, 3) {
             0 => common::custom_ops::stable_softplus(tape, a),
             1 => g_custom(tape, &common::custom_ops::CheckedLog, &[a]),

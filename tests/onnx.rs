@@ -103,7 +103,9 @@ const VOCAB: usize = 11;
 
 /// One GPT block between token and position embeddings and a tied head,
 /// as nanoGPT writes it: pre-norm causal self-attention with a fused qkv
-/// projection and heads moved by permute, a GELU MLP, residuals.
+/// projection and heads moved by permute, a GELU MLP, residuals. The same
+/// attention through `attention_packed` joins the residual too, so that
+/// both forms are exported at several batch sizes.
 #[derive(Params)]
 struct Gpt {
     wte: Var,
@@ -168,7 +170,7 @@ impl Gpt {
             let v = permute(reshape(slice(qkv, [0, 0, 2 * C], [B, T, 3 * C]), [B, T, h, C / h]), [0, 2, 1, 3]);
             let weights = softmax(masked_fill(q @ transpose(k) * scale, &causal, -1e9), -1);
             let y = reshape(permute(weights @ v, [0, 2, 1, 3]), [B, T, C]);
-            let x = x + y @ proj_w + proj_b;
+            let x = x + y @ proj_w + attention_packed(qkv, h, true) @ proj_w + proj_b;
             let x = x + gelu(layer_norm(x, ln2_g, ln2_b, 1e-5) @ fc_w + fc_b) @ out_w + out_b;
             layer_norm(x, lnf_g, lnf_b, 1e-5) @ transpose(wte));
         (tokens, logits)
@@ -208,7 +210,8 @@ fn every_op(tape: &mut Tape<f32>, rng: &mut Rng) -> (Named, Named) {
         (activations, reductions, layout, indexing, masking, embedded, losses,
          group_norm(images, 2, gamma, beta, 1e-5), log_softmax(a, 0), sum(b, 1, false),
          bmm(reshape(a, [1, 3, 4]), reshape(transpose(b), [1, 4, 3])),
-         attention(reshape(a, [1, 3, 4]), reshape(b, [1, 3, 4]), reshape(a * b, [1, 3, 4]), true)));
+         attention(reshape(a, [1, 3, 4]), reshape(b, [1, 3, 4]), reshape(a * b, [1, 3, 4]), true),
+         attention_packed(reshape(concat(concat(a, b, 1), a * b, 1), [1, 3, 12]), 2, true)));
     let (
         activations,
         reductions,
@@ -222,6 +225,7 @@ fn every_op(tape: &mut Tape<f32>, rng: &mut Rng) -> (Named, Named) {
         row_sums,
         products,
         attended,
+        attended_packed,
     ) = outputs;
     // A recorded gradient: its products read an operand transposed.
     let w = g_transpose(tape, b);
@@ -245,6 +249,7 @@ fn every_op(tape: &mut Tape<f32>, rng: &mut Rng) -> (Named, Named) {
         ("row_sums", row_sums),
         ("products", products),
         ("attention", attended),
+        ("attention_packed", attended_packed),
     ];
     (inputs, outputs)
 }

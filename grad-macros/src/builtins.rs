@@ -166,6 +166,13 @@ pub(crate) const BUILTINS: &[Builtin] = &[
         &[param("q", Kind::Var), param("k", Kind::Var), param("v", Kind::Var), param("causal", Kind::Flag)],
         Rule::Attention,
     ),
+    // ops/attention_packed.rs
+    row(
+        "attention_packed",
+        "g_attention_packed",
+        &[param("qkv", Kind::Var), param("heads", Kind::Count), param("causal", Kind::Flag)],
+        Rule::AttentionPacked,
+    ),
     // ops/layout.rs
     row("transpose", "g_transpose", &[X], Rule::Transpose),
     row("reshape", "g_reshape", &[X, param("dims", Kind::Dims)], Rule::Reshape),

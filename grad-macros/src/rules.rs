@@ -26,6 +26,7 @@ pub(crate) enum Rule {
     /// Queries `[.., tq, d]`, keys `[.., tk, d]`, values `[.., tk, dv]`
     /// (the same leading dims) → `[.., tq, dv]`.
     Attention,
+    AttentionPacked,
     /// The last two dims swapped.
     Transpose,
     /// The dims reordered by a list of axes, each once.
@@ -106,6 +107,7 @@ pub(crate) fn apply(rule: Rule, site: &Site) -> Outcome {
         Rule::MatMul => matmul(site),
         Rule::Bmm => bmm(site),
         Rule::Attention => attention(site),
+        Rule::AttentionPacked => attention_packed(site),
         Rule::Transpose => transpose(site),
         Rule::Permute => permute(site),
         Rule::Reshape => reshape(site),
@@ -325,6 +327,47 @@ fn attention(site: &Site) -> Outcome {
     }
     let mut out = dq.to_vec();
     out[n - 1] = dv[n - 1].clone();
+    Ok(Shape::Known(out))
+}
+
+// ---- ops/attention_packed.rs ----
+
+fn attention_packed(site: &Site) -> Outcome {
+    let qkv = &site.tensors[0];
+    let Some(dims) = known(qkv) else { return Ok(Shape::Unknown) };
+    let n = dims.len();
+    if n < 2 {
+        let summary = format!("`{}`: `{}` must be [.., T, 3 * heads * d], 2-D or more", site.text, qkv.text);
+        return Err(message(summary, &[is(qkv)], None));
+    }
+    let (parts, heads) = match site.ints.first() {
+        Some(&Some(heads)) if heads < 1 => {
+            return Err(message(format!("`{}`: {heads} heads; there must be at least one", site.text), &[], None));
+        }
+        Some(&Some(heads)) => {
+            ((heads as u128).checked_mul(3).map_or(Dim::Unknown, Dim::fixed), format!("{heads} heads"))
+        }
+        _ => (Dim::fixed(3), "the heads".to_string()),
+    };
+    let width = match dims[n - 1].divided_by(&parts) {
+        Ok(width) => width,
+        Err(why) => {
+            let summary = format!(
+                "`{}`: the last dim of `{}` ({}) does not hold queries, keys and values of {heads}: {} / {parts} {why}",
+                site.text,
+                qkv.text,
+                dims[n - 1],
+                dims[n - 1]
+            );
+            let note = "the last dim holds the queries, then the keys, then the values, each heads * d wide";
+            return Err(message(summary, &[is(qkv), note.to_string()], None));
+        }
+    };
+    let mut out = dims.to_vec();
+    out[n - 1] = match site.ints.first() {
+        Some(&Some(heads)) => width.times(&Dim::fixed(heads as u128)),
+        _ => dims[n - 1].divided_by(&Dim::fixed(3)).unwrap_or(Dim::Unknown),
+    };
     Ok(Shape::Known(out))
 }
 

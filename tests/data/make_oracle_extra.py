@@ -227,6 +227,27 @@ case("embedding_2d_ids", "embedding", {}, [("table", randn(5, 3), True), ("ids",
 targets_2d = torch.tensor([[1, 4, 0], [3, 3, 2]], dtype=torch.int64)
 case("cross_entropy_3d", "cross_entropy", {}, [("logits", randn(2, 3, 5), True), ("targets", targets_2d, False)],
      lambda x, t: F.cross_entropy(x.reshape(-1, 5), t.reshape(-1)))
+# Attention over a packed qkv [..., T, 3 * heads * d], as nanoGPT splits its
+# c_attn projection: the heads moved out, SDPA, the heads moved back.
+def packed_attention(qkv, heads, causal):
+    *lead, t, columns = qkv.shape
+    width = columns // 3
+
+    def heads_of(x):
+        return x.reshape(*lead, t, heads, width // heads).transpose(-3, -2)
+
+    q, k, v = (heads_of(x) for x in qkv.split(width, dim=-1))
+    y = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    return y.transpose(-3, -2).reshape(*lead, t, width)
+
+
+for name, shape, heads, causal in [
+    ("attention_packed_causal", (2, 5, 18), 2, True),
+    ("attention_packed_full", (3, 4, 12), 1, False),
+    ("attention_packed_two_leading_dims", (2, 2, 6, 24), 4, True),
+]:
+    case(name, "attention_packed", {"heads": heads, "causal": causal}, [("qkv", randn(*shape), True)],
+         lambda x, h=heads, c=causal: packed_attention(x, h, c))
 
 doc = {
     "format": "autodiff-oracle/1",

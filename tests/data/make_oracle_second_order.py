@@ -138,6 +138,19 @@ case("cross_entropy_3d", [randn(2, 3, 4)],
      lambda x: F.cross_entropy(s(x).reshape(-1, 4), torch.tensor([[1, 0, 3], [2, 2, 0]]).reshape(-1)))
 case("embedding_2d_ids", [randn(3, 4)], lambda t: s(F.embedding(torch.tensor([[2, 0], [2, 1]]), t)).sum())
 
+
+def packed_attention(qkv, heads):
+    """Causal attention over qkv [B, T, 3 * heads * d], as nanoGPT splits c_attn."""
+    b, t, columns = qkv.shape
+    q, k, v = (x.reshape(b, t, heads, -1).transpose(1, 2) for x in qkv.split(columns // 3, dim=-1))
+    # The math kernel: the CPU flash kernel has no double backward.
+    with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH):
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    return y.transpose(1, 2).reshape(b, t, columns // 3)
+
+
+case("attention_packed", [randn(2, 4, 12)], lambda x: s(packed_attention(x, 2)).sum())
+
 doc = {"format": "grad-second-order/1", "seed": 3, "dtype": "f64",
        "generator": f"make_oracle_second_order.py, torch {torch.__version__}, float64", "cases": cases}
 with open(__file__.replace("make_oracle_second_order.py", "oracle_second_order.json"), "w") as f:

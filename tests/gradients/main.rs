@@ -8,6 +8,7 @@ mod common;
 
 mod arithmetic;
 mod attention;
+mod attention_packed;
 mod batch_norm;
 mod conv;
 mod cross_entropy;

@@ -22,7 +22,7 @@ const ATOL: f64 = 1e-12;
 type Replay = fn(&Case, &mut Tape<f64>) -> Option<Var>;
 
 /// Every tested module's `replay`.
-const REPLAYS: [Replay; 19] = [
+const REPLAYS: [Replay; 20] = [
     super::arithmetic::replay,
     super::unary::replay,
     super::reduce::replay,
@@ -30,6 +30,7 @@ const REPLAYS: [Replay; 19] = [
     super::layout::replay,
     super::permute::replay,
     super::attention::replay,
+    super::attention_packed::replay,
     super::softmax::replay,
     super::mse::replay,
     super::cross_entropy::replay,

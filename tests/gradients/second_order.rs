@@ -612,6 +612,10 @@ pub(crate) fn oracle_program(name: &str, tp: &mut Tape<f64>, v: &[Var]) -> Var {
             let y = g_attention(tp, v[0], v[1], v[2], true);
             s(tp, y)
         }
+        "attention_packed" => {
+            let y = g_attention_packed(tp, v[0], 2, true);
+            s(tp, y)
+        }
         "transpose" | "reshape" | "slice" | "concat" | "permute" => {
             let sx = s(tp, v[0]);
             let y = match name {
@@ -728,7 +732,7 @@ fn pytorch_double_backward_oracle() {
         serde_json::from_str(include_str!("../data/oracle_second_order.json")).expect("the oracle is JSON");
     assert_eq!(file["format"], "grad-second-order/1");
     let cases = file["cases"].as_array().unwrap();
-    assert_eq!(cases.len(), 47);
+    assert_eq!(cases.len(), 48);
     for case in cases {
         let name = case["name"].as_str().unwrap();
         let list = |key: &str| case[key].as_array().unwrap().iter().map(json_array).collect::<Vec<_>>();

@@ -46,6 +46,8 @@ pub enum Step {
     Permute(usize, Vec<usize>),
     /// Queries, keys, values, causal.
     Attention(usize, usize, usize, bool),
+    /// A packed `qkv`, heads, causal.
+    AttentionPacked(usize, usize, bool),
     Reshape(usize, Vec<usize>),
     Slice(usize, Vec<usize>, Vec<usize>),
     Concat(usize, usize, usize),
@@ -216,6 +218,15 @@ impl Graph {
                 self.push(Step::ReduceAxis(name, x, axis, keepdim), out);
             }
             12 | 13 => self.matmul(a, r2, r3),
+            14 if r2.is_multiple_of(6) => {
+                // The rows of `a` projected to queries, keys and values of 1-2 heads, attending.
+                let x = self.as_matrix(a);
+                let (m, d) = (self.shapes[x][0], self.shapes[x][1]);
+                let (heads, width) = (1 + r3 % 2, 1 + (r3 / 2) % 3);
+                let w = self.param(vec![d, 3 * heads * width]);
+                let qkv = self.push(Step::MatMul(x, w), vec![m, 3 * heads * width]);
+                self.push(Step::AttentionPacked(qkv, heads, r3.is_multiple_of(3)), vec![m, heads * width]);
+            }
             14 if r2.is_multiple_of(3) => {
                 // The rows of `a` attend over keys and values of their own.
                 let x = self.as_matrix(a);
@@ -582,6 +593,7 @@ impl Graph {
             Step::MatMul(a, b) => g_matmul(tape, v(*a), v(*b)),
             Step::Bmm(a, b) => g_bmm(tape, v(*a), v(*b)),
             Step::Attention(q, k, w, causal) => g_attention(tape, v(*q), v(*k), v(*w), *causal),
+            Step::AttentionPacked(qkv, heads, causal) => g_attention_packed(tape, v(*qkv), *heads, *causal),
             Step::Transpose(a) => g_transpose(tape, v(*a)),
             Step::Permute(a, axes) => g_permute(tape, v(*a), axes),
             Step::Reshape(a, shape) => g_reshape(tape, v(*a), shape),
@@ -688,6 +700,7 @@ pub fn operands(step: &Step) -> Vec<usize> {
         | Step::Mean(a)
         | Step::ReduceAxis(_, a, ..)
         | Step::Transpose(a)
+        | Step::AttentionPacked(a, ..)
         | Step::Permute(a, _)
         | Step::Reshape(a, _)
         | Step::Slice(a, ..)
@@ -726,6 +739,7 @@ pub fn op_name(step: &Step) -> Option<String> {
         Step::MatMul(..) => "g_matmul",
         Step::Bmm(..) => "g_bmm",
         Step::Attention(..) => "g_attention",
+        Step::AttentionPacked(..) => "g_attention_packed",
         Step::Transpose(_) => "g_transpose",
         Step::Permute(..) => "g_permute",
         Step::Reshape(..) => "g_reshape",

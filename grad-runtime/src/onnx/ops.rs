@@ -162,19 +162,41 @@ pub(crate) fn emit<T: Float>(e: &mut Emit<'_, T>, id: NodeId) -> Result<Value, R
             if dynamic.is_some_and(|d| d + 2 >= rank) {
                 return Err("the batch is in its sequence or feature dims, not a leading one");
             }
-            let (kt, _) = transpose_last_two(e, &format!("{stem}_kt"), k);
-            let products = e.binary("MatMul", &format!("{stem}_products"), &e.name(q), &kt);
-            let scale = T::from_f64(1.0 / (e.shape(q)[rank - 1].max(1) as f64).sqrt());
-            let mut scores = e.with_scalar("Mul", &format!("{stem}_scores"), &products, scale);
-            if causal {
-                let (tq, tk) = (e.shape(q)[rank - 2], e.shape(k)[rank - 2]);
-                let above: Vec<T> = (0..tq * tk).map(|n| if n % tk > n / tk { T::one() } else { T::zero() }).collect();
-                let above = e.graph.mask(&format!("{stem}_mask"), &[tq, tk], &above);
-                let blocked = e.graph.scalar(&format!("{stem}_blocked"), T::neg_infinity());
-                scores = e.node("Where", &format!("{stem}_masked"), &[&above, &blocked, &scores], vec![]);
+            let sizes = [e.shape(q)[rank - 2], e.shape(k)[rank - 2], e.shape(q)[rank - 1]];
+            let names = [q, k, v].map(|x| e.name(x));
+            (attention(e, stem, &names, rank, sizes, causal), dynamic)
+        }
+        Op::AttentionPacked { qkv, heads, causal, .. } => {
+            let shape = e.shape(qkv).to_vec();
+            let rank = shape.len();
+            if same(e, qkv).is_some_and(|d| d + 2 >= rank) {
+                return Err("the batch is in its sequence or feature dims, not a leading one");
             }
-            let probs = e.node("Softmax", &format!("{stem}_probs"), &[&scores], vec![int("axis", -1)]);
-            (e.binary("MatMul", stem, &probs, &e.name(v)), dynamic)
+            let (t, width) = (shape[rank - 2], shape[rank - 1] / 3);
+            // Each third of the last dim, [.., T, heads, d] permuted to [.., heads, T, d].
+            let mut split = shape[..rank - 1].to_vec();
+            split.extend([heads, width / heads]);
+            let mut order: Vec<usize> = (0..rank + 1).collect();
+            order.swap(rank - 2, rank - 1);
+            let perm: Vec<i64> = order.iter().map(|&a| a as i64).collect();
+            let mut sliced = shape.clone();
+            sliced[rank - 1] = width;
+            let (target, dynamic) = dims::reshape(&sliced, same(e, qkv), &split)?;
+            let names = [0, 1, 2].map(|part| {
+                let part_stem = format!("{stem}_{}", ["q", "k", "v"][part]);
+                let starts = e.graph.list(&format!("{part_stem}_starts"), &[(part * width) as i64]);
+                let ends = e.graph.list(&format!("{part_stem}_ends"), &[((part + 1) * width) as i64]);
+                let axes = e.graph.list(&format!("{part_stem}_axes"), &[rank as i64 - 1]);
+                let x = e.node("Slice", &format!("{part_stem}_slice"), &[&e.name(qkv), &starts, &ends, &axes], vec![]);
+                let target = e.graph.list(&format!("{part_stem}_shape"), &target);
+                let x = e.node("Reshape", &format!("{part_stem}_split"), &[&x, &target], vec![]);
+                e.node("Transpose", &part_stem, &[&x], vec![ints("perm", &perm)])
+            });
+            let y = attention(e, &format!("{stem}_heads"), &names, rank + 1, [t, t, width / heads], causal);
+            let y = e.node("Transpose", &format!("{stem}_merge"), &[&y], vec![ints("perm", &perm)]);
+            let (target, dynamic) = dims::reshape(&split, dynamic, &out_shape)?;
+            let target = e.graph.list(&format!("{stem}_shape"), &target);
+            (e.node("Reshape", stem, &[&y, &target], vec![]), dynamic)
         }
         Op::Transpose(x) => transpose_last_two(e, stem, x),
         Op::Permute { x, order, ndim } => {
@@ -378,6 +400,32 @@ fn transpose_last_two<T: Float>(e: &mut Emit<'_, T>, stem: &str, x: NodeId) -> (
     let perm: Vec<i64> = order.iter().map(|&a| a as i64).collect();
     let name = e.node("Transpose", stem, &[&e.name(x)], vec![ints("perm", &perm)]);
     (name, dims::permute(e.value(x).dynamic, &order))
+}
+
+/// `softmax(q kᵀ / √d + mask) v` over the named `q`, `k`, `v` of rank
+/// `rank`, with `sizes` `[tq, tk, d]`: the five ops `g_attention` stands for.
+fn attention<T: Float>(
+    e: &mut Emit<'_, T>,
+    stem: &str,
+    [q, k, v]: &[String; 3],
+    rank: usize,
+    [tq, tk, d]: [usize; 3],
+    causal: bool,
+) -> String {
+    let mut order: Vec<i64> = (0..rank as i64).collect();
+    order.swap(rank - 2, rank - 1);
+    let kt = e.node("Transpose", &format!("{stem}_kt"), &[k], vec![ints("perm", &order)]);
+    let products = e.binary("MatMul", &format!("{stem}_products"), q, &kt);
+    let scale = T::from_f64(1.0 / (d.max(1) as f64).sqrt());
+    let mut scores = e.with_scalar("Mul", &format!("{stem}_scores"), &products, scale);
+    if causal {
+        let above: Vec<T> = (0..tq * tk).map(|n| if n % tk > n / tk { T::one() } else { T::zero() }).collect();
+        let above = e.graph.mask(&format!("{stem}_mask"), &[tq, tk], &above);
+        let blocked = e.graph.scalar(&format!("{stem}_blocked"), T::neg_infinity());
+        scores = e.node("Where", &format!("{stem}_masked"), &[&above, &blocked, &scores], vec![]);
+    }
+    let probs = e.node("Softmax", &format!("{stem}_probs"), &[&scores], vec![int("axis", -1)]);
+    e.binary("MatMul", stem, &probs, v)
 }
 
 /// An elementwise function of one tensor.

@@ -15,7 +15,7 @@ use ndarray::{Dimension, IxDyn};
 use crate::ops::axis::AxisLanes;
 use crate::ops::reduce::{argmax_lane, argmin_lane};
 use crate::ops::unary::Unary;
-use crate::ops::{Op, attention, conv, index, matmul, permute, pool, scatter};
+use crate::ops::{Op, attention, attention_packed, conv, index, matmul, permute, pool, scatter};
 use crate::tape::NodeId;
 use crate::*;
 
@@ -41,7 +41,7 @@ pub(crate) fn backward<T: Float>(
     let recorded = match *op {
         Op::MatMul(_, _, product) | Op::Bmm(_, _, product) => product.precision,
         Op::Conv2d { spec, .. } => spec.precision,
-        Op::Attention { precision, .. } => precision,
+        Op::Attention { precision, .. } | Op::AttentionPacked { precision, .. } => precision,
         _ => return rule(tp, op, id, g, wants, add),
     };
     let outer = tp.swap_matmul_precision(recorded);
@@ -298,6 +298,10 @@ fn rule<T: Float>(
         Op::Attention { q, k, v, causal, .. } => {
             let inputs = [q, k, v].map(|id| var(tp, id));
             return Ok(Some(attention::replay(tp, inputs, causal)));
+        }
+        Op::AttentionPacked { qkv, heads, causal, .. } => {
+            let qkv = var(tp, qkv);
+            return Ok(Some(attention_packed::replay(tp, qkv, heads, causal)));
         }
         Op::Custom(ref node) => {
             let inputs: Vec<Var> = node.inputs.iter().map(|&id| var(tp, id)).collect();

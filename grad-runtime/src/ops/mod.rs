@@ -35,6 +35,7 @@
 
 pub(crate) mod arithmetic;
 pub(crate) mod attention;
+pub(crate) mod attention_packed;
 pub(crate) mod axis;
 pub(crate) mod backward_graph;
 pub(crate) mod batch_norm;
@@ -86,6 +87,7 @@ export_ops! {
     reduce::{g_sum, g_mean, g_sum_axis, g_mean_axis, g_max_axis, g_min_axis, argmax},
     matmul::{g_matmul, g_bmm},
     attention::{g_attention},
+    attention_packed::{g_attention_packed},
     layout::{g_transpose, g_reshape, g_flatten, g_slice, g_concat},
     permute::{g_permute},
     softmax::{g_softmax, g_log_softmax},
@@ -241,6 +243,15 @@ pub(crate) enum Op<T: Float> {
         saved: Vec<T>,
         precision: crate::Precision,
     },
+    /// `g_attention_packed`: `saved` as for `Attention`, for each of the
+    /// batches' heads (`attention_packed.rs`).
+    AttentionPacked {
+        qkv: NodeId,
+        heads: usize,
+        causal: bool,
+        saved: Vec<T>,
+        precision: crate::Precision,
+    },
     /// A fused region of a `grad!` block: any number of inputs.
     Fused(fused::Fused<T>),
     // Indexing and masking (issue 13).
@@ -326,6 +337,7 @@ impl<T: Float> Op<T> {
             | Op::Custom(_)
             | Op::Checkpoint(_) => [None, None, None],
             Op::Unary(x, _)
+            | Op::AttentionPacked { qkv: x, .. }
             | Op::Sum(x)
             | Op::Mean(x)
             | Op::SumAxis { x, .. }
@@ -402,6 +414,7 @@ impl<T: Float> Op<T> {
             Op::MaxPool2d { .. } => "g_max_pool2d",
             Op::AvgPool2d { .. } => "g_avg_pool2d",
             Op::Attention { .. } => "g_attention",
+            Op::AttentionPacked { .. } => "g_attention_packed",
             Op::Fused(node) => node.name(),
             Op::Gather { .. } => "g_gather",
             Op::IndexSelect { .. } => "g_index_select",
@@ -437,6 +450,9 @@ impl<T: Float> Op<T> {
             Op::MatMul(a, b, product) | Op::Bmm(a, b, product) => matmul::matmul_backward(sink, g, a, b, product),
             Op::Attention { q, k, v, causal, ref saved, precision } => {
                 attention::attention_backward(sink, g, [q, k, v], causal, saved, precision)
+            }
+            Op::AttentionPacked { qkv, heads, causal, ref saved, precision } => {
+                attention_packed::attention_packed_backward(sink, g, qkv, heads, causal, saved, precision)
             }
             Op::Transpose(x) => layout::transpose_backward(sink, g, x),
             Op::Permute { x, ref order, ndim } => permute::permute_backward(sink, g, x, order, ndim),
@@ -484,9 +500,10 @@ impl<T: Float> Op<T> {
             | Op::ScatterAdd { indices, .. } => (Some(indices), None),
             Op::Checkpoint(segment) => (Some(segment.inputs), None),
             Op::Fused(node) => node.into_buffers(),
-            Op::BatchNorm { stats, .. } | Op::GroupNorm { stats, .. } | Op::Attention { saved: stats, .. } => {
-                (None, Some(stats))
-            }
+            Op::BatchNorm { stats, .. }
+            | Op::GroupNorm { stats, .. }
+            | Op::Attention { saved: stats, .. }
+            | Op::AttentionPacked { saved: stats, .. } => (None, Some(stats)),
             Op::Param
             | Op::Constant
             | Op::Buffer
@@ -537,9 +554,10 @@ impl<T: Float> Op<T> {
             | Op::ScatterAdd { indices: ids, .. } => indices(ids),
             Op::Checkpoint(segment) => indices(&segment.inputs),
             Op::Fused(node) => node.saved_bytes(),
-            Op::BatchNorm { stats, .. } | Op::GroupNorm { stats, .. } | Op::Attention { saved: stats, .. } => {
-                stats.capacity() * size_of::<T>()
-            }
+            Op::BatchNorm { stats, .. }
+            | Op::GroupNorm { stats, .. }
+            | Op::Attention { saved: stats, .. }
+            | Op::AttentionPacked { saved: stats, .. } => stats.capacity() * size_of::<T>(),
             _ => 0,
         }
     }
