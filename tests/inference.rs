@@ -49,8 +49,10 @@ fn inference_computes_the_training_forward_and_leaves_nothing_on_the_tape() {
     assert_eq!(tape.len(), before);
     let same = inferred.iter().zip(&trained).all(|(a, b)| a.to_bits() == b.to_bits());
     assert!(same, "inference computes the same values, bit for bit");
+    // Training keeps what backward reads (attention's weights, the norms'
+    // statistics, the activations' inputs) beside the same values.
     assert!(
-        inference_peak * 2 < training_peak,
+        inference_peak * 5 < training_peak * 3,
         "peak {inference_peak} bytes in inference, {training_peak} in training"
     );
 }

@@ -1,7 +1,7 @@
 //! nanoGPT's GPT (Karpathy's `model.py`) written with grad: token and
 //! position embeddings, pre-norm blocks of causal self-attention (one
-//! fused qkv projection, heads moved by `permute`, `attention` as one op)
-//! and a GELU MLP, a final
+//! fused qkv projection, its heads attended where they lie by
+//! `attention_packed`) and a GELU MLP, a final
 //! layer norm, and logits from the token embedding (tied weights). Its
 //! parameter names follow nanoGPT's (`h.0.attn.c_attn.weight`), its
 //! initialisation too: normal(0, 0.02), the residual projections
@@ -161,11 +161,7 @@ impl Gpt {
             x: [B, T, C], g1: [C], b1: [C], w_qkv: [C, Q], b_qkv: [Q], w_out: [C, C], b_out: [C],
             g2: [C], b2: [C], w_fc: [C, F], b_fc: [F], w_proj: [F, C], b_proj: [C];
             let qkv = layer_norm(x, g1, b1, 1e-5) @ w_qkv + b_qkv;
-            let q = permute(reshape(slice(qkv, [0, 0, 0], [B, T, C]), [B, T, h, C / h]), [0, 2, 1, 3]);
-            let k = permute(reshape(slice(qkv, [0, 0, C], [B, T, 2 * C]), [B, T, h, C / h]), [0, 2, 1, 3]);
-            let v = permute(reshape(slice(qkv, [0, 0, 2 * C], [B, T, 3 * C]), [B, T, h, C / h]), [0, 2, 1, 3]);
-            let y = reshape(permute(attention(q, k, v, true), [0, 2, 1, 3]), [B, T, C]);
-            let x = x + y @ w_out + b_out;
+            let x = x + attention_packed(qkv, h, true) @ w_out + b_out;
             x + gelu(layer_norm(x, g2, b2, 1e-5) @ w_fc + b_fc) @ w_proj + b_proj)
     }
 }
