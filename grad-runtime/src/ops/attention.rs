@@ -310,22 +310,51 @@ simd::multiversion! {
         for i0 in (0..tq).step_by(QUERY_BLOCK) {
             let i1 = (i0 + QUERY_BLOCK).min(tq);
             let seen = dims.visible(i1 - 1, causal);
-            let p = &mut block[..(i1 - i0) * seen];
-            block_scores(rows(q, i0, i1), k, [i0, seen], dims, causal, p, packing);
-            for (r, row) in p.chunks_exact_mut(seen).enumerate() {
-                let i = i0 + r;
-                let (seen_here, unseen) = row.split_at_mut(dims.visible(i, causal));
-                let (max, total) = softmax_in_place(seen_here);
-                unseen.fill(T::zero());
+            let queries = rows(q, i0, i1);
+            let p: &[T] = if keep && seen == tk {
+                // Rows of every key: the kept probabilities themselves.
+                let p = &mut probs[i0 * tk..i1 * tk];
+                weigh(queries, k, [i0, seen], dims, causal, p, packing, None);
+                p
+            } else {
+                let p = &mut block[..(i1 - i0) * seen];
+                weigh(queries, k, [i0, seen], dims, causal, p, packing, (!keep).then_some(&mut *stats));
                 if keep {
-                    probs[i * tk..i * tk + seen].copy_from_slice(row);
-                    probs[i * tk + seen..(i + 1) * tk].fill(T::zero());
-                } else {
-                    (stats[2 * i], stats[2 * i + 1]) = (max, total);
+                    for (i, row) in (i0..).zip(p.chunks_exact(seen)) {
+                        probs[i * tk..i * tk + seen].copy_from_slice(row);
+                        probs[i * tk + seen..(i + 1) * tk].fill(T::zero());
+                    }
                 }
-            }
-            let weights = MatRef::row_major(&*p, i1 - i0, seen);
+                p
+            };
+            let weights = MatRef::row_major(p, i1 - i0, seen);
             T::gemm(dims.precision, weights, rows(v, 0, seen), &mut out[i0 * dv..i1 * dv], false, packing);
+        }
+    }
+}
+
+/// A block of queries' probabilities over the first `seen` keys into `p`
+/// (`rows × seen`, zeros past the keys each query sees), and each query's
+/// largest score and sum of exponentials into `stats` when given.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn weigh<T: Float>(
+    queries: MatRef<'_, T>,
+    keys: MatRef<'_, T>,
+    [i0, seen]: [usize; 2],
+    dims: Dims,
+    causal: bool,
+    p: &mut [T],
+    packing: &mut [T],
+    mut stats: Option<&mut [T]>,
+) {
+    block_scores(queries, keys, [i0, seen], dims, causal, p, packing);
+    for (i, row) in (i0..).zip(p.chunks_exact_mut(seen)) {
+        let (seen_here, unseen) = row.split_at_mut(dims.visible(i, causal));
+        let (max, total) = softmax_in_place(seen_here);
+        unseen.fill(T::zero());
+        if let Some(stats) = stats.as_deref_mut() {
+            (stats[2 * i], stats[2 * i + 1]) = (max, total);
         }
     }
 }
@@ -404,23 +433,28 @@ simd::multiversion! {
             let count = i1 - i0;
             // The keys some query of the block sees; the others get nothing.
             let seen = dims.visible(i1 - 1, causal);
-            let p = &mut probs[..count * seen];
             let queries = rows(q, i0, i1);
-            if !keep {
-                // The forward's scores again, then its probabilities from its statistics.
-                block_scores(queries, k, [i0, seen], dims, causal, p, packing);
-            }
-            for (r, p_row) in p.chunks_exact_mut(seen).enumerate() {
-                let i = i0 + r;
-                if keep {
-                    // The forward kept zeros past the keys a query sees.
-                    p_row.copy_from_slice(&saved[i * tk..i * tk + seen]);
-                } else {
-                    let (seen_here, unseen) = p_row.split_at_mut(dims.visible(i, causal));
-                    normalise(seen_here, saved[2 * i], saved[2 * i + 1]);
-                    unseen.fill(T::zero());
+            let p: &[T] = if keep && seen == tk {
+                // Rows of every key, read where the forward kept them.
+                &saved[i0 * tk..i1 * tk]
+            } else {
+                let p = &mut probs[..count * seen];
+                if !keep {
+                    // The forward's scores again, then its probabilities from its statistics.
+                    block_scores(queries, k, [i0, seen], dims, causal, p, packing);
                 }
-            }
+                for (i, p_row) in (i0..).zip(p.chunks_exact_mut(seen)) {
+                    if keep {
+                        // The forward kept zeros past the keys a query sees.
+                        p_row.copy_from_slice(&saved[i * tk..i * tk + seen]);
+                    } else {
+                        let (seen_here, unseen) = p_row.split_at_mut(dims.visible(i, causal));
+                        normalise(seen_here, saved[2 * i], saved[2 * i + 1]);
+                        unseen.fill(T::zero());
+                    }
+                }
+                p
+            };
             let g_block = rows(g, i0, i1);
             let ds = &mut grad_probs[..count * seen];
             T::gemm(dims.precision, g_block, rows(v, 0, seen).t(), ds, false, packing);
@@ -433,7 +467,7 @@ simd::multiversion! {
                 }
                 ds_unseen.fill(T::zero());
             }
-            let (ds, p) = (MatRef::row_major(&*ds, count, seen), MatRef::row_major(&*p, count, seen));
+            let (ds, p) = (MatRef::row_major(&*ds, count, seen), MatRef::row_major(p, count, seen));
             T::gemm(dims.precision, ds, rows(k, 0, seen), &mut dq[i0 * d..i1 * d], false, packing);
             let add = i0 > 0;
             T::gemm(dims.precision, ds.t(), queries, &mut dk[..seen * d], add, packing);
