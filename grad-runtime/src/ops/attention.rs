@@ -84,21 +84,12 @@ pub fn g_attention<T: Float>(tp: &mut Tape<T>, q: Var, k: Var, v: Var, causal: b
     let Some(mut out) = tp.output(NAME, with_last_two(tp, dims.tq, dims.dv), &ids, location) else {
         return tp.poisoned_var();
     };
-    // The probabilities (or one row of them a head) and the statistics,
-    // through the size checks of every output (a row of `tk` keys of no
-    // width holds no memory, but `heads · tk` probabilities do).
+    let Some((mut probs, mut stats)) = saved_buffers(tp, NAME, dims, &ids, location) else {
+        tp.recycle(out.data);
+        return tp.poisoned_var();
+    };
     let (probs_len, stats_len) = (dims.weights_len().max(1), dims.stats_len().max(1));
     let (out_len, scratch_len) = (dims.tq * dims.dv, forward_scratch_len::<T>(dims).max(1));
-    let Some(probs) = tp.output(NAME, IxDyn(&[dims.heads, probs_len]), &ids, location) else {
-        tp.recycle(out.data);
-        return tp.poisoned_var();
-    };
-    let Some(stats) = tp.output(NAME, IxDyn(&[dims.heads, stats_len]), &ids, location) else {
-        tp.recycle(out.data);
-        tp.recycle(probs.data);
-        return tp.poisoned_var();
-    };
-    let (mut probs, mut stats) = (probs.data, stats.data);
     let mut scratch = tp.scratch(dims.heads * scratch_len);
     let [q, k, v] = ids.map(|id| &tp.value_of(id).data[..]);
     let heads = |i: usize, scratch: &mut [T], (probs, stats): (&mut [T], &mut [T]), out: &mut [T]| {
@@ -121,16 +112,40 @@ pub fn g_attention<T: Float>(tp: &mut Tape<T>, q: Var, k: Var, v: Var, causal: b
     }
     tp.recycle(scratch);
     let [q, k, v] = ids;
-    // What backward reads; under inference nothing is kept, both go back at once.
+    let saved = kept_for_backward(tp, dims, probs, stats);
+    tp.push(Op::Attention { q, k, v, causal, saved, precision: dims.precision }, out)
+}
+
+/// The buffers a forward writes besides its output: the probabilities
+/// (every head's, or one row a head) and the statistics, through the size
+/// checks of every output (a row of `tk` keys of no width holds no
+/// memory, but `heads · tk` probabilities do).
+pub(super) fn saved_buffers<T: Float>(
+    tp: &mut Tape<T>,
+    name: &'static str,
+    dims: Dims,
+    inputs: &[NodeId],
+    location: &'static Location<'static>,
+) -> Option<(Vec<T>, Vec<T>)> {
+    let (probs_len, stats_len) = (dims.weights_len().max(1), dims.stats_len().max(1));
+    let probs = tp.output(name, IxDyn(&[dims.heads, probs_len]), inputs, location)?;
+    let Some(stats) = tp.output(name, IxDyn(&[dims.heads, stats_len]), inputs, location) else {
+        tp.recycle(probs.data);
+        return None;
+    };
+    Some((probs.data, stats.data))
+}
+
+/// What backward reads of the forward's probabilities and statistics (the
+/// other goes back to the pool); under inference nothing is kept.
+pub(super) fn kept_for_backward<T: Float>(tp: &mut Tape<T>, dims: Dims, probs: Vec<T>, stats: Vec<T>) -> Vec<T> {
     let (saved, spare) = if dims.keeps_weights() { (probs, stats) } else { (stats, probs) };
     tp.recycle(spare);
-    let saved = if tp.is_inference() {
+    if tp.is_inference() {
         tp.recycle(saved);
-        Vec::new()
-    } else {
-        saved
-    };
-    tp.push(Op::Attention { q, k, v, causal, saved, precision: dims.precision }, out)
+        return Vec::new();
+    }
+    saved
 }
 
 /// The sizes of one attention: `heads` (batch · heads, the product of the

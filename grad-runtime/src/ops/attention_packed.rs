@@ -18,7 +18,9 @@ use std::panic::Location;
 use ndarray::{Dimension, IxDyn};
 use rayon::prelude::*;
 
-use super::attention::{Dims, attend, attend_backward, backward_scratch_len, forward_scratch_len};
+use super::attention::{
+    Dims, attend, attend_backward, backward_scratch_len, forward_scratch_len, kept_for_backward, saved_buffers,
+};
 use crate::error::ErrorKind;
 use crate::gemm::{MatRef, Precision};
 use crate::ops::Op;
@@ -79,17 +81,11 @@ pub fn g_attention_packed<T: Float>(tp: &mut Tape<T>, qkv: Var, heads: usize, ca
     let Some(mut out) = tp.output(NAME, shape, &[x], location) else {
         return tp.poisoned_var();
     };
+    let Some((mut probs, mut stats)) = saved_buffers(tp, NAME, dims, &[x], location) else {
+        tp.recycle(out.data);
+        return tp.poisoned_var();
+    };
     let (probs_len, stats_len) = (dims.weights_len().max(1), dims.stats_len().max(1));
-    let Some(probs) = tp.output(NAME, IxDyn(&[dims.heads, probs_len]), &[x], location) else {
-        tp.recycle(out.data);
-        return tp.poisoned_var();
-    };
-    let Some(stats) = tp.output(NAME, IxDyn(&[dims.heads, stats_len]), &[x], location) else {
-        tp.recycle(out.data);
-        tp.recycle(probs.data);
-        return tp.poisoned_var();
-    };
-    let (mut probs, mut stats) = (probs.data, stats.data);
     if layout.is_empty() {
         // No query, or heads of no width: nothing to weigh.
         probs.fill(T::zero());
@@ -122,15 +118,7 @@ pub fn g_attention_packed<T: Float>(tp: &mut Tape<T>, qkv: Var, heads: usize, ca
         }
         tp.recycle(scratch);
     }
-    // What backward reads; under inference nothing is kept.
-    let (saved, spare) = if dims.keeps_weights() { (probs, stats) } else { (stats, probs) };
-    tp.recycle(spare);
-    let saved = if tp.is_inference() {
-        tp.recycle(saved);
-        Vec::new()
-    } else {
-        saved
-    };
+    let saved = kept_for_backward(tp, dims, probs, stats);
     tp.push(Op::AttentionPacked { qkv: x, heads, causal, saved, precision: dims.precision }, out)
 }
 
