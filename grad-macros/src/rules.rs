@@ -26,6 +26,8 @@ pub(crate) enum Rule {
     /// Queries `[.., tq, d]`, keys `[.., tk, d]`, values `[.., tk, dv]`
     /// (the same leading dims) → `[.., tq, dv]`.
     Attention,
+    /// A packed `qkv` `[.., T, 3 · heads · d]` (queries, keys, values) →
+    /// `[.., T, heads · d]`.
     AttentionPacked,
     /// The last two dims swapped.
     Transpose,
@@ -349,25 +351,18 @@ fn attention_packed(site: &Site) -> Outcome {
         }
         _ => (Dim::fixed(3), "the heads".to_string()),
     };
-    let width = match dims[n - 1].divided_by(&parts) {
-        Ok(width) => width,
-        Err(why) => {
-            let summary = format!(
-                "`{}`: the last dim of `{}` ({}) does not hold queries, keys and values of {heads}: {} / {parts} {why}",
-                site.text,
-                qkv.text,
-                dims[n - 1],
-                dims[n - 1]
-            );
-            let note = "the last dim holds the queries, then the keys, then the values, each heads * d wide";
-            return Err(message(summary, &[is(qkv), note.to_string()], None));
-        }
-    };
+    if let Err(why) = dims[n - 1].divided_by(&parts) {
+        let last = &dims[n - 1];
+        let summary = format!(
+            "`{}`: the last dim of `{}` ({last}) does not hold queries, keys and values of {heads}: {last} / {parts} {why}",
+            site.text, qkv.text,
+        );
+        let note = "the last dim holds the queries, then the keys, then the values, each heads * d wide";
+        return Err(message(summary, &[is(qkv), note.to_string()], None));
+    }
+    // The heads' `d` columns each, the width of one of the three parts.
     let mut out = dims.to_vec();
-    out[n - 1] = match site.ints.first() {
-        Some(&Some(heads)) => width.times(&Dim::fixed(heads as u128)),
-        _ => dims[n - 1].divided_by(&Dim::fixed(3)).unwrap_or(Dim::Unknown),
-    };
+    out[n - 1] = dims[n - 1].divided_by(&Dim::fixed(3)).unwrap_or(Dim::Unknown);
     Ok(Shape::Known(out))
 }
 

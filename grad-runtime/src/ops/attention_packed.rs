@@ -12,6 +12,10 @@
 //! gradient blocks) lands in a scratch in L1 first and is copied into its
 //! columns. The arithmetic is `g_attention`'s, so values and gradients are
 //! those of the sliced, reshaped and permuted form, bit for bit.
+//!
+//! Threads take whole batches (the rows of a batch interleave its heads'
+//! columns), so a single sequence runs its heads on one thread, where
+//! `g_attention` on the permuted heads shares them out.
 
 use std::panic::Location;
 
