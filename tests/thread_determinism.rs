@@ -45,9 +45,11 @@ fn run(threads: usize) -> Vec<ArrayD<f32>> {
     // probabilities recomputed in backward (a context long beside the width).
     let [aq, ak, av] = [(); 3].map(|_| tape.param(rng.normal_array(&[4, 2, 130, 16]).mapv(|v| v as f32)));
     let attended = g_attention(&mut tape, aq, ak, av, true);
-    // Packed attention, shared out by batches.
+    // Packed attention, shared out by batches, and one sequence's by heads.
     let qkv = tape.param(rng.normal_array(&[6, 70, 48]).mapv(|v| v as f32));
     let packed = g_attention_packed(&mut tape, qkv, 2, true);
+    let sequence = tape.param(rng.normal_array(&[1, 130, 48]).mapv(|v| v as f32));
+    let one = g_attention_packed(&mut tape, sequence, 2, true);
     let s = g_sigmoid(&mut tape, x);
     let sx = g_mul(&mut tape, s, x);
     let t = g_tanh(&mut tape, sx);
@@ -72,17 +74,19 @@ fn run(threads: usize) -> Vec<ArrayD<f32>> {
     let folded = grad!(tape; sum(sigmoid(x) * x));
     let loss = grad!(tape; loss + sum(f * f) + folded + sum(batched * batched) + sum(conv * conv)
         + sum(medium * medium) + sum(paired * paired) + sum(medium_tanh * medium_tanh) + sum(medium_product)
-        + sum(tanh(normed)) + sum(tanh(normed_medium)) + sum(attended * attended) + sum(packed * packed));
+        + sum(tanh(normed)) + sum(tanh(normed_medium)) + sum(attended * attended) + sum(packed * packed)
+        + sum(one * one));
     tape.backward(loss).expect("the graph is well formed");
     let mut out: Vec<ArrayD<f32>> =
         [s, sx, t, h, z, e, p, l, m, f, folded, batched, conv, medium, paired, soft, medium_tanh, medium_product]
             .iter()
             .map(|&v| tape.value(v).to_owned())
             .collect();
-    out.extend([normed, normed_medium, attended, packed, loss].iter().map(|&v| tape.value(v).to_owned()));
-    let grads = [x, w, b, qa, qb, ma, mb, pa, pb, image, kernel, gamma, beta, gamma64, beta64, aq, ak, av, qkv];
+    out.extend([normed, normed_medium, attended, packed, one, loss].iter().map(|&v| tape.value(v).to_owned()));
+    let grads =
+        [x, w, b, qa, qb, ma, mb, pa, pb, image, kernel, gamma, beta, gamma64, beta64, aq, ak, av, qkv, sequence];
     out.extend(grads.iter().map(|&v| tape.grad(v).to_owned()));
-    for v in [qb, ma, mb, pa, pb, image, kernel, gamma, beta, gamma64, beta64, aq, ak, av, qkv] {
+    for v in [qb, ma, mb, pa, pb, image, kernel, gamma, beta, gamma64, beta64, aq, ak, av, qkv, sequence] {
         tape.freeze(v).expect("a parameter of this tape");
     }
     // x and w are shared out over the pool, qa (65,536 elements) cut in two

@@ -40,9 +40,10 @@ fn unpacked(tp: &mut Tape<f64>, qkv: Var, heads: usize, causal: bool) -> Var {
 
 /// (`qkv` shape, heads): two heads of a batch, one head, two leading dims,
 /// no leading dim, heads of width 0, a context long beside the width (the
-/// probabilities recomputed in backward; the others keep them), and
-/// contexts longer than a block of 64 queries.
-const CASES: [(&[usize], usize); 8] = [
+/// probabilities recomputed in backward; the others keep them), contexts
+/// longer than a block of 64 queries, and one sequence large enough for
+/// its heads to be shared out to threads.
+const CASES: [(&[usize], usize); 9] = [
     (&[2, 5, 18], 2),
     (&[3, 4, 6], 1),
     (&[2, 2, 3, 12], 2),
@@ -51,6 +52,7 @@ const CASES: [(&[usize], usize); 8] = [
     (&[1, 30, 6], 1),
     (&[2, 70, 12], 2),
     (&[1, 130, 6], 2),
+    (&[1, 130, 48], 2),
 ];
 
 #[test]
@@ -165,7 +167,7 @@ fn bad_shapes_and_head_counts_are_errors_naming_them() {
 #[test]
 fn a_second_backward_overwrites_every_gradient_of_the_first() {
     let mut rng = Rng::new(146);
-    for (shape, heads) in [(&[2usize, 70, 12][..], 2), (&[1, 130, 6], 2), (&[3, 8, 9], 3)] {
+    for (shape, heads) in [(&[2usize, 70, 12][..], 2), (&[1, 130, 6], 2), (&[3, 8, 9], 3), (&[1, 130, 48], 2)] {
         for causal in [false, true] {
             let qkv = rng.normal_array(shape);
             let mut out = shape.to_vec();

@@ -14,8 +14,8 @@
 //! those of the sliced, reshaped and permuted form, bit for bit.
 //!
 //! Threads take whole batches (the rows of a batch interleave its heads'
-//! columns), so a single sequence runs its heads on one thread, where
-//! `g_attention` on the permuted heads shares them out.
+//! columns); a single sequence shares out its heads instead, each into
+//! blocks of its own, copied into their columns once all are done.
 
 use std::panic::Location;
 
@@ -96,20 +96,37 @@ pub fn g_attention_packed<T: Float>(tp: &mut Tape<T>, qkv: Var, heads: usize, ca
         stats.fill(T::zero());
         out.data.fill(T::zero());
     } else {
-        // Per batch: a head's output block, then its kernel's scratch.
-        let scratch_len = dims.tq * dims.dv + forward_scratch_len::<T>(dims);
-        let mut scratch = tp.scratch(layout.batches * scratch_len);
+        // Per batch (or per head, below): a head's output block, then its kernel's scratch.
+        let (block, scratch_len) = (dims.tq * dims.dv, dims.tq * dims.dv + forward_scratch_len::<T>(dims));
+        let shared = parallel::worth_it(dims.heads * dims.tq * dims.tk * dims.d);
+        let by_heads = shared && layout.batches == 1 && heads > 1;
+        let mut scratch = tp.scratch(if by_heads { heads } else { layout.batches } * scratch_len);
         let input = &tp.value_of(x).data[..];
+        let head = |b: usize, h: usize, scratch: &mut [T], saved: [&mut [T]; 2]| {
+            let (out, scratch) = scratch.split_at_mut(block);
+            attend(layout.head(input, b, h), dims, causal, scratch, saved, out);
+        };
         let batch = |b: usize, scratch: &mut [T], (probs, stats): (&mut [T], &mut [T]), out: &mut [T]| {
-            let (block, scratch) = scratch.split_at_mut(dims.tq * dims.dv);
             for h in 0..heads {
-                let saved = [&mut probs[h * probs_len..][..probs_len], &mut stats[h * stats_len..][..stats_len]];
-                attend(layout.head(input, b, h), dims, causal, scratch, saved, block);
-                layout.scatter(block, out, h, 0, width);
+                head(
+                    b,
+                    h,
+                    scratch,
+                    [&mut probs[h * probs_len..][..probs_len], &mut stats[h * stats_len..][..stats_len]],
+                );
+                layout.scatter(&scratch[..block], out, h, 0, width);
             }
         };
         let (per_probs, per_stats, per_out) = (heads * probs_len, heads * stats_len, dims.tq * width);
-        if parallel::worth_it(dims.heads * dims.tq * dims.tk * dims.d) && layout.batches > 1 {
+        if by_heads {
+            // One sequence: its heads shared out, each into a block of its own, then copied into their columns.
+            let chunks = scratch.par_chunks_mut(scratch_len);
+            let chunks = chunks.zip(probs.par_chunks_mut(probs_len).zip(stats.par_chunks_mut(stats_len))).enumerate();
+            parallel::run(true, || chunks.for_each(|(h, (s, (p, st)))| head(0, h, s, [p, st])));
+            for (h, s) in scratch.chunks(scratch_len).enumerate() {
+                layout.scatter(&s[..block], &mut out.data, h, 0, width);
+            }
+        } else if shared && layout.batches > 1 {
             let chunks = scratch.par_chunks_mut(scratch_len);
             let chunks = chunks.zip(probs.par_chunks_mut(per_probs).zip(stats.par_chunks_mut(per_stats)));
             let chunks = chunks.zip(out.data.par_chunks_mut(per_out)).enumerate();
@@ -213,27 +230,42 @@ pub(crate) fn attention_packed_backward<T: Float>(
     let saved_len = if dims.keeps_weights() { dims.weights_len() } else { dims.stats_len() }.max(1);
     let block = dims.tq * dims.d;
     let scratch_len = 3 * block + backward_scratch_len::<T>(dims);
-    let mut scratch = sink.scratch(layout.batches * scratch_len);
+    let shared = parallel::worth_it(dims.heads * dims.tq * dims.tk * dims.d);
+    let by_heads = shared && layout.batches == 1 && heads > 1;
+    let mut scratch = sink.scratch(if by_heads { heads } else { layout.batches } * scratch_len);
     let input = &sink.value(qkv).data[..];
     let row = 3 * width;
-    let batch = |b: usize, scratch: &mut [T], grad: &mut [T]| {
+    // Head `h` of batch `b`: its `dq`, `dk`, `dv` into the first three blocks of `scratch`.
+    let head = |b: usize, h: usize, scratch: &mut [T]| {
         let (blocks, scratch) = scratch.split_at_mut(3 * block);
         let (dq, rest) = blocks.split_at_mut(block);
         let (dk, dv) = rest.split_at_mut(block);
+        let [q, k, v] = layout.head(input, b, h);
+        let g_rows = &g.data[b * dims.tq * width + h * dims.d..];
+        let g = MatRef { data: g_rows, rows: dims.tq, cols: dims.d, row_stride: width, col_stride: 1 };
+        let i = b * heads + h;
+        let saved = &saved[i * saved_len..(i + 1) * saved_len];
+        attend_backward([q, k, v, g], saved, dims, causal, scratch, [dq, dk, dv]);
+    };
+    let scatter = |h: usize, scratch: &[T], grad: &mut [T]| {
+        for (part, values) in scratch[..3 * block].chunks_exact(block).enumerate() {
+            layout.scatter(values, grad, h, part * width, row);
+        }
+    };
+    let batch = |b: usize, scratch: &mut [T], grad: &mut [T]| {
         for h in 0..heads {
-            let [q, k, v] = layout.head(input, b, h);
-            let g_rows = &g.data[b * dims.tq * width + h * dims.d..];
-            let g = MatRef { data: g_rows, rows: dims.tq, cols: dims.d, row_stride: width, col_stride: 1 };
-            let i = b * heads + h;
-            let saved = &saved[i * saved_len..(i + 1) * saved_len];
-            attend_backward([q, k, v, g], saved, dims, causal, scratch, [&mut *dq, &mut *dk, &mut *dv]);
-            for (part, values) in [&*dq, &*dk, &*dv].into_iter().enumerate() {
-                layout.scatter(values, grad, h, part * width, row);
-            }
+            head(b, h, scratch);
+            scatter(h, scratch, grad);
         }
     };
     let per_batch = dims.tq * row;
-    if parallel::worth_it(dims.heads * dims.tq * dims.tk * dims.d) && layout.batches > 1 {
+    if by_heads {
+        // One sequence: its heads shared out, each into blocks of its own, then copied into their columns.
+        parallel::run(true, || scratch.par_chunks_mut(scratch_len).enumerate().for_each(|(h, s)| head(0, h, s)));
+        for (h, s) in scratch.chunks(scratch_len).enumerate() {
+            scatter(h, s, &mut grad);
+        }
+    } else if shared && layout.batches > 1 {
         let chunks = scratch.par_chunks_mut(scratch_len).zip(grad.par_chunks_mut(per_batch)).enumerate();
         parallel::run(true, || chunks.for_each(|(b, (s, gb))| batch(b, s, gb)));
     } else {
