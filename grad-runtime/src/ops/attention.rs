@@ -100,7 +100,7 @@ pub fn g_attention<T: Float>(tp: &mut Tape<T>, q: Var, k: Var, v: Var, causal: b
         probs.fill(T::zero());
         stats.fill(T::zero());
         out.data.fill(T::zero());
-    } else if parallel::worth_it(dims.heads * dims.tq * dims.tk * dims.d.max(1)) {
+    } else if dims.worth_sharing() {
         let chunks = scratch.par_chunks_mut(scratch_len);
         let chunks = chunks.zip(probs.par_chunks_mut(probs_len).zip(stats.par_chunks_mut(stats_len)));
         let chunks = chunks.zip(out.data.par_chunks_mut(out_len)).enumerate();
@@ -232,6 +232,16 @@ impl Dims {
     /// two per query.
     pub(super) fn stats_len(&self) -> usize {
         if self.keeps_weights() { 0 } else { 2 * self.tq }
+    }
+
+    /// What one head keeps for backward: its probabilities or its statistics.
+    pub(super) fn saved_len(&self) -> usize {
+        if self.keeps_weights() { self.weights_len() } else { self.stats_len() }.max(1)
+    }
+
+    /// Whether the heads are worth sharing out to threads.
+    pub(super) fn worth_sharing(&self) -> bool {
+        parallel::worth_it(self.heads * self.tq * self.tk * self.d.max(1))
     }
 
     pub(super) fn scale<T: Float>(&self) -> T {
@@ -515,7 +525,7 @@ pub(crate) fn attention_backward<T: Float>(
         }
         buffer
     });
-    let saved_len = if dims.keeps_weights() { dims.weights_len() } else { dims.stats_len() }.max(1);
+    let saved_len = dims.saved_len();
     let scratch_len = backward_scratch_len::<T>(dims).max(1);
     let mut rows = sink.scratch(dims.heads * scratch_len);
     let values = [q, k, v].map(|id| &sink.value(id).data[..]);
@@ -526,7 +536,7 @@ pub(crate) fn attention_backward<T: Float>(
     };
     let [dq, dk, dv] = &mut grads;
     let empty = lens.contains(&0) || dims.tq * dims.tk == 0;
-    if !empty && parallel::worth_it(dims.heads * dims.tq * dims.tk * dims.d.max(1)) {
+    if !empty && dims.worth_sharing() {
         let chunks = dq.par_chunks_mut(lens[0]).zip(dk.par_chunks_mut(lens[1]));
         let chunks = chunks.zip(dv.par_chunks_mut(lens[2])).zip(rows.par_chunks_mut(scratch_len));
         parallel::run(true, || chunks.enumerate().for_each(|(i, (((dq, dk), dv), row))| head(i, row, [dq, dk, dv])));

@@ -97,10 +97,10 @@ pub fn g_attention_packed<T: Float>(tp: &mut Tape<T>, qkv: Var, heads: usize, ca
         out.data.fill(T::zero());
     } else {
         // Per batch (or per head, below): a head's output block, then its kernel's scratch.
-        let (block, scratch_len) = (dims.tq * dims.dv, dims.tq * dims.dv + forward_scratch_len::<T>(dims));
-        let shared = parallel::worth_it(dims.heads * dims.tq * dims.tk * dims.d);
-        let by_heads = shared && layout.batches == 1 && heads > 1;
-        let mut scratch = tp.scratch(if by_heads { heads } else { layout.batches } * scratch_len);
+        let block = dims.tq * dims.dv;
+        let scratch_len = block + forward_scratch_len::<T>(dims);
+        let sharing = layout.sharing(heads);
+        let mut scratch = tp.scratch(sharing.groups(&layout, heads) * scratch_len);
         let input = &tp.value_of(x).data[..];
         let head = |b: usize, h: usize, scratch: &mut [T], saved: [&mut [T]; 2]| {
             let (out, scratch) = scratch.split_at_mut(block);
@@ -118,7 +118,7 @@ pub fn g_attention_packed<T: Float>(tp: &mut Tape<T>, qkv: Var, heads: usize, ca
             }
         };
         let (per_probs, per_stats, per_out) = (heads * probs_len, heads * stats_len, dims.tq * width);
-        if by_heads {
+        if sharing == Sharing::Heads {
             // One sequence: its heads shared out, each into a block of its own, then copied into their columns.
             let chunks = scratch.par_chunks_mut(scratch_len);
             let chunks = chunks.zip(probs.par_chunks_mut(probs_len).zip(stats.par_chunks_mut(stats_len))).enumerate();
@@ -126,7 +126,7 @@ pub fn g_attention_packed<T: Float>(tp: &mut Tape<T>, qkv: Var, heads: usize, ca
             for (h, s) in scratch.chunks(scratch_len).enumerate() {
                 layout.scatter(&s[..block], &mut out.data, h, 0, width);
             }
-        } else if shared && layout.batches > 1 {
+        } else if sharing == Sharing::Batches {
             let chunks = scratch.par_chunks_mut(scratch_len);
             let chunks = chunks.zip(probs.par_chunks_mut(per_probs).zip(stats.par_chunks_mut(per_stats)));
             let chunks = chunks.zip(out.data.par_chunks_mut(per_out)).enumerate();
@@ -176,6 +176,17 @@ impl Packed {
         Ok(Packed { dims, batches, width: heads * d })
     }
 
+    /// How the heads go to threads: whole batches, or a single sequence's
+    /// heads, when there is work enough to share out.
+    fn sharing(&self, heads: usize) -> Sharing {
+        match (self.dims.worth_sharing(), self.batches) {
+            (false, _) => Sharing::None,
+            (true, 1) if heads > 1 => Sharing::Heads,
+            (true, 1) => Sharing::None,
+            (true, _) => Sharing::Batches,
+        }
+    }
+
     /// Whether there is nothing to compute: no position, or heads of no width.
     fn is_empty(&self) -> bool {
         self.dims.tq == 0 || self.width == 0 || self.batches == 0
@@ -204,6 +215,23 @@ impl Packed {
     }
 }
 
+/// How [`Packed`] heads go to threads: none (one batch after another),
+/// whole batches, or a single sequence's heads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sharing {
+    None,
+    Batches,
+    Heads,
+}
+
+impl Sharing {
+    /// How many scratches the heads need at once: one a head when heads are
+    /// shared out, else one a batch.
+    fn groups(self, layout: &Packed, heads: usize) -> usize {
+        if self == Sharing::Heads { heads } else { layout.batches }
+    }
+}
+
 pub(crate) fn attention_packed_backward<T: Float>(
     sink: &mut GradSink<'_, T>,
     g: &TensorRef<'_, T>,
@@ -227,12 +255,11 @@ pub(crate) fn attention_packed_backward<T: Float>(
     }
     // Every head writes its three blocks of every row: the gradient is
     // written whole, no zeros first.
-    let saved_len = if dims.keeps_weights() { dims.weights_len() } else { dims.stats_len() }.max(1);
+    let saved_len = dims.saved_len();
     let block = dims.tq * dims.d;
     let scratch_len = 3 * block + backward_scratch_len::<T>(dims);
-    let shared = parallel::worth_it(dims.heads * dims.tq * dims.tk * dims.d);
-    let by_heads = shared && layout.batches == 1 && heads > 1;
-    let mut scratch = sink.scratch(if by_heads { heads } else { layout.batches } * scratch_len);
+    let sharing = layout.sharing(heads);
+    let mut scratch = sink.scratch(sharing.groups(&layout, heads) * scratch_len);
     let input = &sink.value(qkv).data[..];
     let row = 3 * width;
     // Head `h` of batch `b`: its `dq`, `dk`, `dv` into the first three blocks of `scratch`.
@@ -259,13 +286,13 @@ pub(crate) fn attention_packed_backward<T: Float>(
         }
     };
     let per_batch = dims.tq * row;
-    if by_heads {
+    if sharing == Sharing::Heads {
         // One sequence: its heads shared out, each into blocks of its own, then copied into their columns.
         parallel::run(true, || scratch.par_chunks_mut(scratch_len).enumerate().for_each(|(h, s)| head(0, h, s)));
         for (h, s) in scratch.chunks(scratch_len).enumerate() {
             scatter(h, s, &mut grad);
         }
-    } else if shared && layout.batches > 1 {
+    } else if sharing == Sharing::Batches {
         let chunks = scratch.par_chunks_mut(scratch_len).zip(grad.par_chunks_mut(per_batch)).enumerate();
         parallel::run(true, || chunks.for_each(|(b, (s, gb))| batch(b, s, gb)));
     } else {
