@@ -357,6 +357,76 @@ pub(crate) fn gemm<T: Float>(a: MatRef<'_, T>, b: MatRef<'_, T>, c: &mut [T], ac
     gemm_panels(&a, &b.t(), c, accumulate, scratch);
 }
 
+/// Where the tiles of a product go when they are not written into a
+/// row-major `c` ([`gemm_into`]): a convolution's image gradient, each tile
+/// folded onto it as soon as it is computed (`ops/conv.rs`).
+pub(crate) trait Tiles<T> {
+    /// Takes the top-left `rows × cols` of `tile`, the product's block from
+    /// row `i0`, column `j0`.
+    fn take<const MR: usize, const NR: usize>(
+        &mut self,
+        tile: &[[T; NR]; MR],
+        i0: usize,
+        j0: usize,
+        rows: usize,
+        cols: usize,
+    );
+}
+
+/// Whether [`gemm_into`] takes an `m × k` by `k × n` product: one block of
+/// `k` and of `n`, so that each tile it hands over is complete, and the
+/// tiles come in order of their rows.
+pub(crate) fn fits_one_block(k: usize, n: usize) -> bool {
+    k <= KC && n <= NC
+}
+
+/// `a @ b` handed to `out` tile by tile, in order of the tiles' rows and
+/// then of their columns, on this thread, each element the same chain of
+/// multiply-adds as in [`gemm`] (the same bits); `scratch` at least
+/// [`scratch_len`]. For a product that [`fits_one_block`].
+pub(crate) fn gemm_into<T: Float>(a: MatRef<'_, T>, b: MatRef<'_, T>, out: &mut impl Tiles<T>, scratch: &mut [T]) {
+    assert!(
+        fits_one_block(a.cols, b.cols),
+        "gemm_into: {}x{} by {}x{} is more than one block",
+        a.rows,
+        a.cols,
+        b.rows,
+        b.cols
+    );
+    if a.rows == 0 || b.cols == 0 || a.cols == 0 {
+        return;
+    }
+    match tile(simd::level(), std::mem::size_of::<T>()) {
+        (12, 32) => tiles_into::<T, 12, 32>(a, b.t(), out, scratch),
+        (12, 16) => tiles_into::<T, 12, 16>(a, b.t(), out, scratch),
+        (6, 16) => tiles_into::<T, 6, 16>(a, b.t(), out, scratch),
+        (6, 8) => tiles_into::<T, 6, 8>(a, b.t(), out, scratch),
+        (4, 8) => tiles_into::<T, 4, 8>(a, b.t(), out, scratch),
+        _ => tiles_into::<T, 4, 4>(a, b.t(), out, scratch),
+    }
+}
+
+/// [`gemm_into`] with the `MR × NR` micro-kernel; `m`, `k`, `n` are not zero.
+fn tiles_into<T: Float, const MR: usize, const NR: usize>(
+    a: MatRef<'_, T>,
+    bt: MatRef<'_, T>,
+    out: &mut impl Tiles<T>,
+    scratch: &mut [T],
+) {
+    let (m, k, n) = (a.rows, a.cols, bt.rows);
+    let (packed_a, rest) = scratch.split_at_mut(m.div_ceil(MR) * MR * k);
+    let packed_b = &mut rest[..n.div_ceil(NR) * NR * k];
+    pack::panels::<T, NR>(bt, 0, k, 0, packed_b);
+    pack::panels::<T, MR>(a, 0, k, 0, packed_a);
+    let mut tile = [[T::zero(); NR]; MR];
+    for (ir, a_panel) in packed_a.chunks_exact(MR * k).enumerate() {
+        for (jr, b_panel) in packed_b.chunks_exact(NR * k).enumerate() {
+            kernel::tile::<T, MR, NR>(k, a_panel, MR, b_panel, NR, &mut tile);
+            out.take(&tile, ir * MR, jr * NR, MR.min(m - ir * MR), NR.min(n - jr * NR));
+        }
+    }
+}
+
 /// [`gemm`] of operands that pack themselves: `c = a @ b` (or `+=`) with
 /// `b` given as its transpose `bt`; `scratch` at least [`scratch_len`].
 pub(crate) fn gemm_panels<T: Float>(

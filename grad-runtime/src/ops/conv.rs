@@ -240,11 +240,27 @@ pub(crate) fn conv2d_backward<T: Float>(
                         geo.og,
                         geo.k,
                     );
-                    T::gemm(geo.precision, weights.t(), g_block(n, group), cols, false, packing);
                     let gx = &mut gx[group * geo.cg * geo.h * geo.w..];
                     match padded_len {
-                        Some(len) => col2im_padded(&geo, cols, &mut planes[..len], gx),
-                        None => col2im(&geo, cols, gx),
+                        Some(len) if geo.precision == Precision::F32 && gemm::fits_one_block(geo.og, geo.l) => {
+                            // The columns' gradient folded onto the
+                            // padded planes a band of taps at a time as the
+                            // product computes it, where the whole columns
+                            // went out to memory and came back.
+                            let planes = &mut planes[..len];
+                            planes.fill(T::zero());
+                            let mut fold = Fold { g: &geo, planes, band: cols };
+                            gemm::gemm_into(weights.t(), g_block(n, group), &mut fold, packing);
+                            unpad(&geo, planes, gx);
+                        }
+                        Some(len) => {
+                            T::gemm(geo.precision, weights.t(), g_block(n, group), cols, false, packing);
+                            col2im_padded(&geo, cols, &mut planes[..len], gx);
+                        }
+                        None => {
+                            T::gemm(geo.precision, weights.t(), g_block(n, group), cols, false, packing);
+                            col2im(&geo, cols, gx);
+                        }
                     }
                 }
             }
@@ -787,28 +803,70 @@ fn col2im<T: Float>(g: &Geometry, cols: &[T], x: &mut [T]) {
 /// the same additions in the same order as in `col2im`, from zero.
 fn col2im_padded<T: Float>(g: &Geometry, cols: &[T], padded: &mut [T], x: &mut [T]) {
     debug_assert_eq!(g.stride[1], 1);
-    let [kh, kw] = g.kernel;
-    let [oh, ow] = g.out;
-    let [hp, wp] = g.padded();
     padded.fill(T::zero());
-    let mut rows = cols.chunks_exact(g.l.max(1));
-    // Every element of `x` is written below, even with no columns to fold.
-    'taps: for plane in padded.chunks_exact_mut(hp * wp).take(g.cg) {
-        for ki in 0..kh {
-            for kj in 0..kw {
-                let Some(row) = rows.next() else { break 'taps };
-                for (i, in_row) in row.chunks_exact(ow.max(1)).take(oh).enumerate() {
-                    let start = (i * g.stride[0] + ki * g.dilation[0]) * wp + kj * g.dilation[1];
-                    let to = &mut plane[start..start + ow];
-                    to.iter_mut().zip(in_row).for_each(|(x, &v)| *x += v);
-                }
-            }
+    for (tap, row) in cols.chunks_exact(g.l.max(1)).enumerate().take(g.k) {
+        fold_tap(g, padded, tap, row);
+    }
+    // Every element of `x` is written, even with no columns to fold.
+    unpad(g, padded, x);
+}
+
+/// Adds row `tap` of the columns' gradient (channel, kernel row, kernel
+/// column, in that order of nesting) onto the padded planes: one whole
+/// run of `OW` elements for each row of windows.
+fn fold_tap<T: Float>(g: &Geometry, padded: &mut [T], tap: usize, row: &[T]) {
+    let ([kh, kw], [oh, ow], [hp, wp]) = (g.kernel, g.out, g.padded());
+    let (c, ki, kj) = (tap / (kh * kw), tap / kw % kh, tap % kw);
+    let plane = &mut padded[c * hp * wp..(c + 1) * hp * wp];
+    for (i, in_row) in row.chunks_exact(ow.max(1)).take(oh).enumerate() {
+        let start = (i * g.stride[0] + ki * g.dilation[0]) * wp + kj * g.dilation[1];
+        let to = &mut plane[start..start + ow];
+        to.iter_mut().zip(in_row).for_each(|(x, &v)| *x += v);
+    }
+}
+
+/// The interior of the padded planes `padded` (as [`pad_planes`] lays them
+/// out) written into the image `x`.
+fn unpad<T: Float>(g: &Geometry, padded: &[T], x: &mut [T]) {
+    let [_, wp] = g.padded();
+    let [top, left] = g.padding;
+    let plane_len = g.padded().iter().product::<usize>();
+    for (plane, out) in padded.chunks_exact(plane_len.max(1)).zip(x.chunks_exact_mut((g.h * g.w).max(1))).take(g.cg) {
+        for (line, out) in plane[top * wp..].chunks_exact(wp.max(1)).zip(out.chunks_exact_mut(g.w.max(1))) {
+            out.copy_from_slice(&line[left..left + g.w]);
         }
     }
-    let [top, left] = g.padding;
-    for (plane, out) in padded.chunks_exact(hp * wp).zip(x.chunks_exact_mut(g.h * g.w)).take(g.cg) {
-        for (line, out) in plane[top * wp..].chunks_exact(wp).zip(out.chunks_exact_mut(g.w)) {
-            out.copy_from_slice(&line[left..left + g.w]);
+}
+
+/// The columns' gradient of a convolution with a stride of 1 along the
+/// rows, folded onto padded planes as the product `wᵀ @ g` hands its tiles
+/// over ([`gemm::gemm_into`]): a band of whole rows of the columns (taps)
+/// at a time, held in `band` (`MR × l`) until its last tile comes, then
+/// folded tap after tap as [`col2im_padded`] folds them (the same bits),
+/// while it is still in cache; the whole columns are never written.
+struct Fold<'a, T> {
+    g: &'a Geometry,
+    planes: &'a mut [T],
+    band: &'a mut [T],
+}
+
+impl<T: Float> gemm::Tiles<T> for Fold<'_, T> {
+    fn take<const MR: usize, const NR: usize>(
+        &mut self,
+        tile: &[[T; NR]; MR],
+        i0: usize,
+        j0: usize,
+        rows: usize,
+        cols: usize,
+    ) {
+        let l = self.g.l;
+        for (band_row, values) in self.band.chunks_exact_mut(l).zip(tile).take(rows) {
+            band_row[j0..j0 + cols].copy_from_slice(&values[..cols]);
+        }
+        if j0 + cols == l {
+            for (tap, row) in (i0..).zip(self.band.chunks_exact(l)).take(rows) {
+                fold_tap(self.g, self.planes, tap, row);
+            }
         }
     }
 }
@@ -1015,6 +1073,43 @@ mod tests {
             let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&straight), bits(&folded), "{name}");
         }
+    }
+
+    /// The columns' gradient `wᵀ @ g` folded tile by tile as the product
+    /// hands its tiles over gives the bits of the columns written out and
+    /// folded through the padded planes, for every geometry with a stride
+    /// of 1 along the rows and a training step's (taps and positions over
+    /// many tiles, ragged last ones), on values whose sums round.
+    fn tiles_fold_as_the_columns<T: Float>() {
+        let spec = ConvSpec { stride: [1, 1], padding: [1, 1], dilation: [1, 1], groups: 1, precision: Precision::F32 };
+        let wide = ("a training step's".to_string(), Geometry::new(&[1, 16, 30, 33], &[40, 16, 3, 3], spec));
+        for (name, g) in geometries().into_iter().chain([wide]).filter(|(_, g)| g.stride[1] == 1) {
+            let len = g.padded_len().expect("planes no larger than the columns");
+            let mut rng = crate::Rng::new(5);
+            let w: Vec<T> = (0..g.og * g.k).map(|_| T::from_f64(rng.normal())).collect();
+            let grad: Vec<T> = (0..g.og * g.l).map(|_| T::from_f64(rng.normal())).collect();
+            let (w, grad) = (MatRef::row_major(&w, g.og, g.k), MatRef::row_major(&grad, g.og, g.l));
+            let mut scratch = vec![T::zero(); gemm::scratch_len::<T>(g.k, g.og, g.l)];
+            let (mut written, mut folded) = (vec![T::nan(); g.cg * g.h * g.w], vec![T::nan(); g.cg * g.h * g.w]);
+            let mut cols = vec![T::nan(); g.k * g.l];
+            gemm::gemm(w.t(), grad, &mut cols, false, &mut scratch);
+            col2im_padded(&g, &cols, &mut vec![T::nan(); len], &mut written);
+            let (mut planes, mut band) = (vec![T::zero(); len], vec![T::nan(); 12 * g.l]);
+            gemm::gemm_into(w.t(), grad, &mut Fold { g: &g, planes: &mut planes, band: &mut band }, &mut scratch);
+            unpad(&g, &planes, &mut folded);
+            let bits = |v: &[T]| v.iter().map(|x| x.to_f64().map(f64::to_bits)).collect::<Vec<_>>();
+            assert_eq!(bits(&written), bits(&folded), "{name}");
+        }
+    }
+
+    #[test]
+    fn f32_tiles_fold_as_the_columns() {
+        tiles_fold_as_the_columns::<f32>();
+    }
+
+    #[test]
+    fn f64_tiles_fold_as_the_columns() {
+        tiles_fold_as_the_columns::<f64>();
     }
 
     /// In bf16 pairs (another layout than the plain one), the windows are
