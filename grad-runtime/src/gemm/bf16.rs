@@ -274,15 +274,7 @@ impl Micro<f32> for Dot {
         pack_pairs::<R>(x, pc, kc, first_panel, packed);
     }
 
-    fn tile<const MR: usize, const NR: usize>(
-        pairs: usize,
-        a: &[f32],
-        a_step: usize,
-        b: &[f32],
-        b_step: usize,
-        tile: &mut [[f32; NR]; MR],
-    ) {
-        debug_assert_eq!((a_step, b_step), (MR, NR), "bf16 panels are always packed");
+    fn tile<const MR: usize, const NR: usize>(pairs: usize, a: &[f32], b: &[f32], tile: &mut [[f32; NR]; MR]) {
         assert!(NR == 32, "the vdpbf16ps kernel is 32 columns wide");
         #[cfg(target_arch = "x86_64")]
         if simd::has_bf16_dot() {
@@ -315,15 +307,7 @@ impl Micro<f32> for Emulated {
         pack_pairs::<R>(x, pc, kc, first_panel, packed);
     }
 
-    fn tile<const MR: usize, const NR: usize>(
-        pairs: usize,
-        a: &[f32],
-        a_step: usize,
-        b: &[f32],
-        b_step: usize,
-        tile: &mut [[f32; NR]; MR],
-    ) {
-        debug_assert_eq!((a_step, b_step), (MR, NR), "bf16 panels are always packed");
+    fn tile<const MR: usize, const NR: usize>(pairs: usize, a: &[f32], b: &[f32], tile: &mut [[f32; NR]; MR]) {
         emulated_tile::<MR, NR>(pairs, a, b, tile);
     }
 }

@@ -4,34 +4,20 @@
 use crate::{Float, simd};
 
 simd::multiversion! {
-    /// The `MR × NR` product of an `a` panel (for each depth `p`, the
-    /// panel's `MR` values of column `p`, from `a[p * a_step]`) and a `b`
-    /// panel (for each `p`, its `NR` values of row `p`, from `b[p *
-    /// b_step]`), summed over `kc` with one fused multiply-add per term,
-    /// from zero, written to `tile`. Packed panels have steps of `MR` and
-    /// `NR`; panels read where they lie, the distance between their
-    /// matrix's columns.
+    /// The `MR × NR` product of a packed `a` panel (for each depth `p`, the
+    /// panel's `MR` values of column `p`) and a packed `b` panel (for each
+    /// `p`, its `NR` values of row `p`), summed over `kc` with one fused
+    /// multiply-add per term, from zero, written to `tile`.
     pub(super) fn tile[T: Float, const MR: usize, const NR: usize][T, MR, NR](
         kc: usize,
         a: &[T],
-        a_step: usize,
         b: &[T],
-        b_step: usize,
         tile: &mut [[T; NR]; MR],
     ) {
         // A local, not the caller's memory, so that the compiler keeps it
         // in registers from the start: returned by value, the tile was
         // zeroed in memory with `memset` and then loaded (perf: 3% of W3).
         let mut acc = [[T::zero(); NR]; MR];
-        if (a_step, b_step) != (MR, NR) {
-            // The same chain of multiply-adds for every element, from
-            // wherever the panels lie.
-            for p in 0..kc {
-                step(&mut acc, &a[p * a_step..][..MR], &b[p * b_step..][..NR]);
-            }
-            *tile = acc;
-            return;
-        }
         // Several steps of the depth per iteration (`unroll`); each sum
         // runs over the depth in the same order either way.
         let unroll = unroll(MR, NR);

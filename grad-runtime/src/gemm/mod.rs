@@ -7,10 +7,7 @@
 //! block the needed part of `b` is packed into panels of `NR` columns and
 //! `a` into panels of `MR` rows, so the micro-kernel (`kernel.rs`) reads
 //! both contiguously, and it keeps an `MR × NR` tile of `c` in registers
-//! while it runs down the block. An operand whose panels already lie in
-//! that order but for the distance between depths (`a` transposed, `b`
-//! row-major, not too wide) is read where it lies instead, only a last,
-//! partial panel packed ([`Panels::in_place`]). The tile sizes fit the vector registers of
+//! while it runs down the block. The tile sizes fit the vector registers of
 //! the widest instruction set the CPU has (`simd.rs`): 12 × 32 for `f32`
 //! with AVX-512 (6 × 32 for a product whose rows fill tiles of 6 with
 //! less padding, [`rows_for`]), 6 × 16 with AVX2, smaller without.
@@ -73,15 +70,6 @@ pub(crate) const MIN_PAIR_FLOPS: usize = 1 << 20;
 /// 1346 µs at 2^16 (Zen 3, medians of five alternated runs).
 const MIN_PARALLEL_PACK: usize = 1 << 16;
 
-/// The distance in bytes between the depths of a panel below which it is
-/// read in place ([`Panels::in_place`]). Read in place, the panels of W4's
-/// and W9's products (and of W7's weights' gradients) cost less than
-/// packing them (W4 576 -> 540 µs on a Zen 4). From 2 KiB apart, every
-/// other depth or each lies on a page of its own, and the hardware
-/// prefetchers do not cross pages: W3's 1024 × 1024 products, 4 KiB
-/// apart, ran 203 -> 192 GFLOP/s read in place.
-const MAX_IN_PLACE_STEP: usize = 2048;
-
 /// A matrix in a buffer: element `(i, j)` at `data[i * row_stride + j * col_stride]`.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct MatRef<'a, T> {
@@ -137,15 +125,6 @@ pub(crate) trait Panels<T: Float>: Sync {
     /// `packed`, `R * K::depth(kc)` elements each), columns `pc..pc + kc`,
     /// in the layout of `K`'s packing, padded with zeros to whole panels.
     fn pack<K: Micro<T>, const R: usize>(&self, pc: usize, kc: usize, first_panel: usize, packed: &mut [T]);
-
-    /// The matrix where it lies, when every panel of it already is what
-    /// packing would make of it but for the distance between depths: a
-    /// matrix in a buffer whose rows are adjacent (`row_stride` 1: `a`
-    /// transposed, or `b` row-major read as `bᵀ`). A plain kernel reads
-    /// its whole panels there, unpacked.
-    fn in_place(&self) -> Option<MatRef<'_, T>> {
-        None
-    }
 }
 
 impl<T: Float> Panels<T> for MatRef<'_, T> {
@@ -160,10 +139,6 @@ impl<T: Float> Panels<T> for MatRef<'_, T> {
     #[inline]
     fn pack<K: Micro<T>, const R: usize>(&self, pc: usize, kc: usize, first_panel: usize, packed: &mut [T]) {
         K::pack::<R>(*self, pc, kc, first_panel, packed);
-    }
-
-    fn in_place(&self) -> Option<MatRef<'_, T>> {
-        (self.row_stride == 1 && self.col_stride * std::mem::size_of::<T>() < MAX_IN_PLACE_STEP).then_some(*self)
     }
 }
 
@@ -308,19 +283,9 @@ pub(crate) trait Micro<T: Float> {
     /// `packed`, `R * depth(kc)` elements each), columns `pc..pc + kc`.
     fn pack<const R: usize>(x: MatRef<'_, T>, pc: usize, kc: usize, first_panel: usize, packed: &mut [T]);
 
-    /// The `MR × NR` tile of the panels `a` and `b`, of `depth` elements
-    /// per row, from zero. A plain kernel's panels may lie in their
-    /// matrices ([`Panels::in_place`]), the values of depth `p` from `a[p *
-    /// a_step]` and `b[p * b_step]`; other kernels' are always packed (steps
-    /// of `MR` and `NR`).
-    fn tile<const MR: usize, const NR: usize>(
-        depth: usize,
-        a: &[T],
-        a_step: usize,
-        b: &[T],
-        b_step: usize,
-        tile: &mut [[T; NR]; MR],
-    );
+    /// The `MR × NR` tile of the packed panels `a` and `b`, of `depth`
+    /// elements per row, from zero.
+    fn tile<const MR: usize, const NR: usize>(depth: usize, a: &[T], b: &[T], tile: &mut [[T; NR]; MR]);
 }
 
 /// The product in `T` itself: one fused multiply-add per term.
@@ -339,15 +304,8 @@ impl<T: Float> Micro<T> for Fma {
     }
 
     #[inline]
-    fn tile<const MR: usize, const NR: usize>(
-        depth: usize,
-        a: &[T],
-        a_step: usize,
-        b: &[T],
-        b_step: usize,
-        tile: &mut [[T; NR]; MR],
-    ) {
-        kernel::tile::<T, MR, NR>(depth, a, a_step, b, b_step, tile);
+    fn tile<const MR: usize, const NR: usize>(depth: usize, a: &[T], b: &[T], tile: &mut [[T; NR]; MR]) {
+        kernel::tile::<T, MR, NR>(depth, a, b, tile);
     }
 }
 
@@ -421,7 +379,7 @@ fn tiles_into<T: Float, const MR: usize, const NR: usize>(
     let mut tile = [[T::zero(); NR]; MR];
     for (ir, a_panel) in packed_a.chunks_exact(MR * k).enumerate() {
         for (jr, b_panel) in packed_b.chunks_exact(NR * k).enumerate() {
-            kernel::tile::<T, MR, NR>(k, a_panel, MR, b_panel, NR, &mut tile);
+            kernel::tile::<T, MR, NR>(k, a_panel, b_panel, &mut tile);
             out.take(&tile, ir * MR, jr * NR, MR.min(m - ir * MR), NR.min(n - jr * NR));
         }
     }
@@ -582,13 +540,6 @@ impl<T: Float, P: Panels<T>> Panels<T> for RowsOf<'_, P> {
         debug_assert_eq!(self.first % R, 0);
         self.bt.pack::<K, R>(pc, kc, self.first / R + first_panel, packed);
     }
-
-    fn in_place(&self) -> Option<MatRef<'_, T>> {
-        // Rows `first..` of a matrix whose rows are adjacent start `first`
-        // elements in.
-        let whole = self.bt.in_place()?;
-        Some(MatRef { data: &whole.data[self.first..], rows: self.count, ..whole })
-    }
 }
 
 /// [`blocked`] shared out by columns (see [`by_columns`]): each piece of
@@ -671,49 +622,24 @@ fn blocks<T: Float, K: Micro<T>, const MR: usize, const NR: usize>(
             let depth = K::depth(kc);
             let (packed_a, rest) = scratch.split_at_mut(m_padded * depth);
             let packed_b = &mut rest[..nc_padded * depth];
-            // Whole panels of an operand that lies as packing would make it
-            // are read where they lie; only a last, partial one is packed
-            // (padded with zeros).
-            let (a_place, b_place) = if K::PLAIN { (a.in_place(), bt.in_place()) } else { (None, None) };
-            if b_place.is_none() {
-                let parallel_pack = matches!(split, Split::Pool(_)) && nc * kc >= MIN_PARALLEL_PACK;
-                pack::b_panels::<T, K, NR>(bt, pc, kc, jc, packed_b, parallel_pack);
-            } else if nc % NR != 0 {
-                let last = nc / NR;
-                pack::b_panels::<T, K, NR>(bt, pc, kc, jc + last * NR, &mut packed_b[last * NR * depth..], false);
-            }
+            let parallel_pack = matches!(split, Split::Pool(_)) && nc * kc >= MIN_PARALLEL_PACK;
+            pack::b_panels::<T, K, NR>(bt, pc, kc, jc, packed_b, parallel_pack);
             // The first block of k writes `c` unless accumulating; later ones add.
             let add = accumulate || pc > 0;
             let packed_b = &*packed_b;
-            // Panel `jr` of this block of `b`, and the distance between its depths.
-            let b_panel = |jr: usize| match b_place {
-                Some(bt) if (jr + 1) * NR <= nc => (&bt.data[pc * bt.col_stride + jc + jr * NR..], bt.col_stride),
-                _ => (&packed_b[jr * NR * depth..][..NR * depth], NR),
-            };
             // The rows of `c` from panel `first_panel` on, with room to pack their panels of `a`.
             let rows = |first_panel: usize, c_rows: &mut [T], packed_a: &mut [T]| {
                 let panels = c_rows.len().div_ceil(n * MR);
                 let packed_a = &mut packed_a[..panels * MR * depth];
                 let mut tile = [[T::zero(); NR]; MR];
-                let last = first_panel + panels - 1;
-                match a_place {
-                    None => a.pack::<K, MR>(pc, kc, first_panel, packed_a),
-                    Some(_) if (last + 1) * MR > m => {
-                        a.pack::<K, MR>(pc, kc, last, &mut packed_a[(panels - 1) * MR * depth..]);
-                    }
-                    Some(_) => {}
-                }
-                for ir in 0..panels {
+                a.pack::<K, MR>(pc, kc, first_panel, packed_a);
+                for (ir, a_panel) in packed_a.chunks_exact(MR * depth).enumerate() {
                     let i0 = (first_panel + ir) * MR;
-                    let (a_panel, a_step) = match a_place {
-                        Some(a) if i0 + MR <= m => (&a.data[pc * a.col_stride + i0..], a.col_stride),
-                        _ => (&packed_a[ir * MR * depth..][..MR * depth], MR),
-                    };
                     let rows_here = MR.min(m - i0);
                     let c_tile_rows = &mut c_rows[ir * MR * n..(ir * MR + rows_here) * n];
                     for jr in 0..nc_padded / NR {
-                        let (b_panel, b_step) = b_panel(jr);
-                        K::tile::<MR, NR>(depth, a_panel, a_step, b_panel, b_step, &mut tile);
+                        let b_panel = &packed_b[jr * NR * depth..][..NR * depth];
+                        K::tile::<MR, NR>(depth, a_panel, b_panel, &mut tile);
                         let cols = NR.min(nc - jr * NR);
                         kernel::store::<T, MR, NR>(&tile, c_tile_rows, n, jc + jr * NR, rows_here, cols, add);
                     }
@@ -805,57 +731,6 @@ mod tests {
                 assert!(c == doubled, "c += a @ b, {m}x{k} by {k}x{n}, strides {strides:?}");
             }
         }
-    }
-
-    /// Panels read where they lie give the bits packed ones give: each
-    /// product from operands whose rows are adjacent (`a` transposed, `b`
-    /// row-major: read in place) and from copies of them laid out the
-    /// other way (packed), on values whose sums round, with ragged edges,
-    /// several blocks of `k`, products shared out by rows and by columns,
-    /// written and accumulated.
-    fn panels_in_place_give_the_same_bits<T: Float>(shapes: &[(usize, usize, usize)]) {
-        let mut rng = crate::Rng::new(13);
-        for &(m, k, n) in shapes {
-            let at: Vec<T> = (0..k * m).map(|_| T::from_f64(rng.normal())).collect();
-            let b: Vec<T> = (0..k * n).map(|_| T::from_f64(rng.normal())).collect();
-            let (a_place, b_place) = (MatRef::row_major(&at, k, m).t(), MatRef::row_major(&b, k, n));
-            assert!(a_place.in_place().is_some() && b_place.t().in_place().is_some(), "{m}x{k} by {k}x{n}");
-            let a: Vec<T> = (0..m * k).map(|x| at[(x % k) * m + x / k]).collect();
-            let bt: Vec<T> = (0..n * k).map(|x| b[(x % k) * n + x / k]).collect();
-            let (a_packed, b_packed) = (MatRef::row_major(&a, m, k), MatRef::row_major(&bt, n, k).t());
-            assert!(a_packed.in_place().is_none() && b_packed.t().in_place().is_none());
-            let mut scratch = vec![T::zero(); scratch_len::<T>(m, k, n)];
-            for accumulate in [false, true] {
-                let start: Vec<T> = (0..m * n).map(|_| T::from_f64(rng.normal())).collect();
-                let (mut placed, mut packed) = (start.clone(), start);
-                gemm(a_place, b_place, &mut placed, accumulate, &mut scratch);
-                gemm(a_packed, b_packed, &mut packed, accumulate, &mut scratch);
-                let bits = |x: &T| Float::to_f64(*x).to_bits();
-                let same = placed.iter().zip(&packed).all(|(x, y)| bits(x) == bits(y));
-                assert!(same, "{m}x{k} by {k}x{n}, accumulate {accumulate}: in place and packed differ");
-            }
-        }
-    }
-
-    #[test]
-    fn f32_panels_in_place_give_the_same_bits() {
-        // Alone, on the pair, on the pool by rows (200 rows) and by columns
-        // (64 rows in tiles of 6); tiles of 12 rows exactly (36).
-        let shapes = [(5, 7, 3), (40, 300, 400), (13, 2 * KC + 1, 70), (200, 300, 400), (64, 300, 256), (36, 90, 64)];
-        panels_in_place_give_the_same_bits::<f32>(&shapes);
-    }
-
-    #[test]
-    fn f64_panels_in_place_give_the_same_bits() {
-        panels_in_place_give_the_same_bits::<f64>(&[(5, 7, 3), (40, 300, 200), (13, 2 * KC + 1, 70), (64, 300, 128)]);
-    }
-
-    #[test]
-    fn panels_far_apart_are_packed() {
-        let data = vec![0f32; 1024 * 1024];
-        assert!(MatRef::row_major(&data, 1024, 1024).t().in_place().is_none());
-        assert!(MatRef::row_major(&data, 1024, 511).t().in_place().is_some());
-        assert!(MatRef::row_major(&data, 1024, 1024).in_place().is_none());
     }
 
     #[test]
