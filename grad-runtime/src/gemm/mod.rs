@@ -316,8 +316,9 @@ pub(crate) fn gemm<T: Float>(a: MatRef<'_, T>, b: MatRef<'_, T>, c: &mut [T], ac
 }
 
 /// Where the tiles of a product go when they are not written into a
-/// row-major `c` ([`gemm_into`]): a convolution's image gradient, each tile
-/// folded onto it as soon as it is computed (`ops/conv.rs`).
+/// row-major `c` ([`gemm_into`]): a convolution's image gradient, onto
+/// which the columns' gradient is folded as its tiles come (`Fold` in
+/// `ops/conv.rs`), never written out whole.
 pub(crate) trait Tiles<T> {
     /// Takes the top-left `rows × cols` of `tile`, the product's block from
     /// row `i0`, column `j0`.
