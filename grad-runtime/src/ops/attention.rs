@@ -88,7 +88,7 @@ pub fn g_attention<T: Float>(tp: &mut Tape<T>, q: Var, k: Var, v: Var, causal: b
         tp.recycle(out.data);
         return tp.poisoned_var();
     };
-    let (probs_len, stats_len) = (dims.weights_len().max(1), dims.stats_len().max(1));
+    let (probs_len, stats_len) = (dims.weights_len(), dims.stats_len());
     let (out_len, scratch_len) = (dims.tq * dims.dv, forward_scratch_len::<T>(dims).max(1));
     let mut scratch = tp.scratch(dims.heads * scratch_len);
     let [q, k, v] = ids.map(|id| &tp.value_of(id).data[..]);
@@ -127,7 +127,7 @@ pub(super) fn saved_buffers<T: Float>(
     inputs: &[NodeId],
     location: &'static Location<'static>,
 ) -> Option<(Vec<T>, Vec<T>)> {
-    let (probs_len, stats_len) = (dims.weights_len().max(1), dims.stats_len().max(1));
+    let (probs_len, stats_len) = (dims.weights_len(), dims.stats_len());
     let probs = tp.output(name, IxDyn(&[dims.heads, probs_len]), inputs, location)?;
     let Some(stats) = tp.output(name, IxDyn(&[dims.heads, stats_len]), inputs, location) else {
         tp.recycle(probs.data);
@@ -222,21 +222,22 @@ impl Dims {
         weights <= inputs
     }
 
-    /// The probabilities one head writes: all its rows when they are kept,
-    /// else one row, reused.
+    /// One head's buffer of probabilities: all its rows when they are
+    /// kept, else one row, reused (at least one element, so that every head
+    /// has a buffer of its own to chunk).
     pub(super) fn weights_len(&self) -> usize {
-        if self.keeps_weights() { self.tq * self.tk } else { self.tk }
+        if self.keeps_weights() { self.tq * self.tk } else { self.tk }.max(1)
     }
 
-    /// The statistics one head keeps: none with the probabilities, else
-    /// two per query.
+    /// One head's buffer of statistics: two per query, unless the
+    /// probabilities are kept (then an unused element).
     pub(super) fn stats_len(&self) -> usize {
-        if self.keeps_weights() { 0 } else { 2 * self.tq }
+        if self.keeps_weights() { 0 } else { 2 * self.tq }.max(1)
     }
 
     /// What one head keeps for backward: its probabilities or its statistics.
     pub(super) fn saved_len(&self) -> usize {
-        if self.keeps_weights() { self.weights_len() } else { self.stats_len() }.max(1)
+        if self.keeps_weights() { self.weights_len() } else { self.stats_len() }
     }
 
     /// Whether the heads are worth sharing out to threads.

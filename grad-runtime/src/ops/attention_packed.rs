@@ -89,7 +89,7 @@ pub fn g_attention_packed<T: Float>(tp: &mut Tape<T>, qkv: Var, heads: usize, ca
         tp.recycle(out.data);
         return tp.poisoned_var();
     };
-    let (probs_len, stats_len) = (dims.weights_len().max(1), dims.stats_len().max(1));
+    let (probs_len, stats_len) = (dims.weights_len(), dims.stats_len());
     if layout.is_empty() {
         // No query, or heads of no width: nothing to weigh.
         probs.fill(T::zero());
