@@ -116,10 +116,10 @@ pub fn g_conv2d<T: Float>(
     let buffer_len = padded_len.unwrap_or(g.k * g.l);
     // An empty output needs no scratch, however many its empty dims imply.
     let scratch_len = if out.data.is_empty() { 0 } else { chunks.scratch_len(buffer_len + packing_len) };
-    let mut scratch = tp.scratch(scratch_len);
+    let mut scratch = tp.scratch_at_least(scratch_len);
     let (vx, vw) = (&tp.value_of(x).data, &tp.value_of(w).data);
     let vb = b.map(|b| &tp.value_of(b).data[..]);
-    chunks.each(&mut out.data, chunks.images * g.o * g.l, &mut scratch, |images, out, scratch| {
+    chunks.each(&mut out.data, chunks.images * g.o * g.l, &mut scratch[..scratch_len], |images, out, scratch| {
         let (buffer, packing) = scratch.split_at_mut(buffer_len);
         let packing = &mut packing[..packing_len];
         for (n, out) in images.zip(out.chunks_exact_mut(g.o * g.l)) {
@@ -184,7 +184,9 @@ pub(crate) fn conv2d_backward<T: Float>(
     let planes_len = geo.padded_len();
     let padded_len = planes_len.filter(|_| geo.stride[1] == 1);
     let per_chunk = partial_len + geo.k * geo.l + packing_len + padded_len.unwrap_or(0);
-    let mut scratch = sink.scratch(if wants_x || wants_w { chunks.scratch_len(per_chunk) } else { 0 });
+    let scratch_len = if wants_x || wants_w { chunks.scratch_len(per_chunk) } else { 0 };
+    let mut scratch_buffer = sink.scratch_at_least(scratch_len);
+    let scratch = &mut scratch_buffer[..scratch_len];
     let mut gx = if wants_x { sink.scratch_for(x, vx.len()) } else { Vec::new() };
     let g_image = |n: usize| &g.data[n * geo.o * geo.l..(n + 1) * geo.o * geo.l];
     let g_block = |n: usize, group: usize| {
@@ -197,7 +199,7 @@ pub(crate) fn conv2d_backward<T: Float>(
     let mut none = [T::zero(); MAX_CHUNKS];
     let (out, block_len) = if fold { (&mut gx[..], chunks.images * image_len) } else { (&mut none[..chunks.count], 1) };
     if fold || wants_w {
-        chunks.each(out, block_len, &mut scratch, |images, gx, scratch| {
+        chunks.each(out, block_len, scratch, |images, gx, scratch| {
             let (partial, rest) = scratch.split_at_mut(partial_len);
             let (cols, rest) = rest.split_at_mut(geo.k * geo.l);
             let (packing, planes) = rest.split_at_mut(packing_len);
@@ -280,7 +282,7 @@ pub(crate) fn conv2d_backward<T: Float>(
             }
         }
     });
-    sink.recycle(scratch);
+    sink.recycle(scratch_buffer);
     if wants_x {
         sink.add(x, gx);
     }
@@ -1143,6 +1145,35 @@ mod tests {
                     "columns, positions {pc}+{kc}, panel {first}"
                 );
             }
+        }
+    }
+
+    /// A convolution's value and gradients, after a larger one on the same
+    /// tape (whose scratch it is then given, longer than it asks for) and
+    /// on a fresh tape: the same bits.
+    #[test]
+    fn a_convolution_reads_only_its_part_of_a_longer_scratch() {
+        use crate::{Tape, g_conv2d, g_sum};
+        use ndarray::ArrayD;
+        let values = |shape: &[usize], scale: f32| {
+            let flat = (0..shape.iter().product::<usize>()).map(|i| (i as f32 * scale).sin()).collect();
+            ArrayD::from_shape_vec(IxDyn(shape), flat).expect("the shape's elements")
+        };
+        let run = |tape: &mut Tape<f32>, xs: &[usize], ws: &[usize]| {
+            let x = tape.param(values(xs, 0.37));
+            let w = tape.param(values(ws, 0.91));
+            let y = g_conv2d(tape, x, w, None, [1, 1], [1, 1], [1, 1], 1);
+            let loss = g_sum(tape, y);
+            tape.backward(loss).expect("backward");
+            [tape.value(y).to_owned(), tape.grad(x).to_owned(), tape.grad(w).to_owned()]
+        };
+        let (small_x, small_w) = ([2, 3, 9, 11], [4, 3, 3, 3]);
+        let mut shared = Tape::<f32>::new();
+        run(&mut shared, &[2, 3, 9, 14], &[4, 3, 3, 3]);
+        let after = run(&mut shared, &small_x, &small_w);
+        let fresh = run(&mut Tape::new(), &small_x, &small_w);
+        for (a, b) in after.iter().zip(&fresh) {
+            assert!(a.iter().zip(b).all(|(a, b)| a.to_bits() == b.to_bits()));
         }
     }
 }

@@ -46,6 +46,12 @@ impl<'a, T: Float> GradSink<'a, T> {
         self.pool.take(len)
     }
 
+    /// A scratch buffer of at least `len` elements with unspecified
+    /// contents, read as `[..len]` (`BufferPool::take_at_least`).
+    pub(crate) fn scratch_at_least(&mut self, len: usize) -> Vec<T> {
+        self.pool.take_at_least(len)
+    }
+
     /// A buffer of `len` elements with unspecified contents for a
     /// contribution to `x`'s gradient that is built whole and then handed
     /// to [`add`](GradSink::add): the buffer `x`'s slot kept from the last

@@ -566,6 +566,12 @@ impl<T: Float> Tape<T> {
         self.pool.take(len)
     }
 
+    /// A scratch buffer of at least `len` elements with unspecified
+    /// contents, read as `[..len]` ([`BufferPool::take_at_least`]).
+    pub(crate) fn scratch_at_least(&mut self, len: usize) -> Vec<T> {
+        self.pool.take_at_least(len)
+    }
+
     /// Returns a scratch buffer to the pool.
     pub(crate) fn recycle(&mut self, buffer: Vec<T>) {
         self.pool.give(buffer);
