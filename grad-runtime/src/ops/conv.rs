@@ -866,7 +866,7 @@ impl<T: Float> gemm::Tiles<T> for Fold<'_, T> {
             let to = &mut band_row[j0..j0 + cols];
             // A whole row of the tile as an array, moved in registers: as a
             // slice of a length known only at run time it was a call of
-            // `memmove` for every 32 values, 4% of W8's step.
+            // `memmove` for every 32 values, 3% of W8's step.
             match <&mut [T; NR]>::try_from(&mut *to) {
                 Ok(to) => *to = *values,
                 Err(_) => to.copy_from_slice(&values[..cols]),
