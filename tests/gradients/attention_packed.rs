@@ -41,9 +41,10 @@ fn unpacked(tp: &mut Tape<f64>, qkv: Var, heads: usize, causal: bool) -> Var {
 /// (`qkv` shape, heads): two heads of a batch, one head, two leading dims,
 /// no leading dim, heads of width 0, a context long beside the width (the
 /// probabilities recomputed in backward; the others keep them), contexts
-/// longer than a block of 64 queries, and one sequence large enough for
-/// its heads to be shared out to threads.
-const CASES: [(&[usize], usize); 9] = [
+/// longer than a block of 64 queries, one sequence large enough for its
+/// heads to be shared out to threads, and heads 32 and 64 wide (copied
+/// as arrays).
+const CASES: [(&[usize], usize); 11] = [
     (&[2, 5, 18], 2),
     (&[3, 4, 6], 1),
     (&[2, 2, 3, 12], 2),
@@ -53,6 +54,8 @@ const CASES: [(&[usize], usize); 9] = [
     (&[2, 70, 12], 2),
     (&[1, 130, 6], 2),
     (&[1, 130, 48], 2),
+    (&[2, 5, 192], 2),
+    (&[1, 6, 192], 1),
 ];
 
 #[test]
