@@ -51,6 +51,7 @@ mod broadcast;
 mod cache;
 pub mod check;
 mod claims;
+mod copy;
 #[cfg(feature = "mpi")]
 pub mod dist;
 #[doc(hidden)]

@@ -5,7 +5,7 @@
 use rayon::prelude::*;
 
 use super::{MatRef, Micro, Panels};
-use crate::Float;
+use crate::{Float, copy};
 
 /// Packs panels `first_panel..` of `R` rows of `x` (as many as fit in
 /// `packed`), columns `pc..pc + kc`: panel `r` holds, for each depth `p`,
@@ -30,9 +30,8 @@ pub(super) fn panels<T: Float, const R: usize>(
             // compiler moves them in registers instead of calling `memcpy`.
             for (p, column) in out.chunks_exact_mut(R).enumerate() {
                 let from = &x.data[(pc + p) * x.col_stride + i0..][..rows];
-                match (<&mut [T; R]>::try_from(&mut *column), <&[T; R]>::try_from(from)) {
-                    (Ok(to), Ok(from)) => *to = *from,
-                    _ => column[..rows].copy_from_slice(from),
+                if !copy::as_array::<T, R>(column, from) {
+                    column[..rows].copy_from_slice(from);
                 }
             }
         } else if x.col_stride == 1 {

@@ -31,7 +31,7 @@ use crate::ops::Op;
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
 use crate::tensor::TensorRef;
-use crate::{Float, Tape, Var, parallel};
+use crate::{Float, Tape, Var, copy, parallel};
 
 /// Scaled dot-product attention over `heads` heads packed in `qkv: [...,
 /// T, 3 · heads · d]`: along the last dim the queries, then the keys, then
@@ -210,28 +210,8 @@ impl Packed {
     fn scatter<T: Copy>(&self, block: &[T], rows: &mut [T], h: usize, offset: usize, row_len: usize) {
         let d = self.dims.d;
         for (row, values) in rows.chunks_exact_mut(row_len).zip(block.chunks_exact(d)) {
-            copy_row(&mut row[offset + h * d..offset + (h + 1) * d], values);
+            copy::row(&mut row[offset + h * d..offset + (h + 1) * d], values);
         }
-    }
-}
-
-/// `to.copy_from_slice(from)`, moved in registers for the usual head
-/// widths: a copy of a length known only at run time is a call of
-/// `memmove`, for every row of every head (W7's heads are 32 wide).
-#[inline(always)]
-fn copy_row<T: Copy>(to: &mut [T], from: &[T]) {
-    #[inline(always)]
-    fn as_arrays<T: Copy, const N: usize>(to: &mut [T], from: &[T]) -> bool {
-        match (<&mut [T; N]>::try_from(&mut *to), <&[T; N]>::try_from(from)) {
-            (Ok(to), Ok(from)) => {
-                *to = *from;
-                true
-            }
-            _ => false,
-        }
-    }
-    if !(as_arrays::<T, 32>(to, from) || as_arrays::<T, 64>(to, from)) {
-        to.copy_from_slice(from);
     }
 }
 

@@ -21,7 +21,7 @@ use crate::ops::reduce::sum_slice;
 use crate::ops::sink::GradSink;
 use crate::tape::NodeId;
 use crate::tensor::TensorRef;
-use crate::{Float, Tape, Var, parallel, simd};
+use crate::{Float, Tape, Var, copy, parallel, simd};
 
 /// What a conv node keeps beyond its inputs: stride, padding and dilation
 /// (rows, columns) and the group count, as `u32` so that the node stays
@@ -607,7 +607,7 @@ simd::multiversion! {
                 let out = &mut out[done..done + run];
                 let from = base + row * g.stride[0] * wp + col * g.stride[1];
                 if g.stride[1] == 1 {
-                    copy_run(out, &x[from..from + run]);
+                    copy::row(out, &x[from..from + run]);
                 } else {
                     let taps = (from..).step_by(g.stride[1]);
                     out.iter_mut().zip(taps).for_each(|(v, i)| *v = x[i]);
@@ -661,17 +661,6 @@ impl<T: Float> gemm::Panels<T> for Columns<'_, T> {
                 }
             });
         }
-    }
-}
-
-/// `out = from`, moved in registers when it is a whole panel's row (the
-/// usual run: a row of windows as wide as the panel), by `memcpy` otherwise.
-#[inline(always)]
-fn copy_run<T: Float>(out: &mut [T], from: &[T]) {
-    const RUN: usize = 32;
-    match (<&mut [T; RUN]>::try_from(&mut *out), <&[T; RUN]>::try_from(from)) {
-        (Ok(out), Ok(from)) => *out = *from,
-        _ => out.copy_from_slice(from),
     }
 }
 
@@ -863,13 +852,11 @@ impl<T: Float> gemm::Tiles<T> for Fold<'_, T> {
     ) {
         let l = self.g.l;
         for (band_row, values) in self.band.chunks_exact_mut(l).zip(tile).take(rows) {
-            let to = &mut band_row[j0..j0 + cols];
-            // A whole row of the tile as an array, moved in registers: as a
-            // slice of a length known only at run time it was a call of
-            // `memmove` for every 32 values, 3% of W8's step.
-            match <&mut [T; NR]>::try_from(&mut *to) {
-                Ok(to) => *to = *values,
-                Err(_) => to.copy_from_slice(&values[..cols]),
+            // A whole row of the tile moves as an array (by `memmove`, a
+            // call each 32 values, it was 3% of W8's step).
+            let (to, from) = (&mut band_row[j0..j0 + cols], &values[..cols]);
+            if !copy::as_array::<T, NR>(to, from) {
+                to.copy_from_slice(from);
             }
         }
         if j0 + cols == l {
