@@ -112,25 +112,22 @@ impl<T: Copy + Default> BufferPool<T> {
         if len == 0 {
             return Some(Vec::new());
         }
-        if let Some(bucket) = self.buckets.get_mut(self.hot)
-            && bucket.capacity == len
-            && let Some(mut buffer) = bucket.pop(len)
-        {
-            self.free -= bytes(&buffer);
-            if !KEEP || buffer.len() < len {
-                buffer.resize(len, T::default());
+        let hot = self.buckets.get_mut(self.hot).filter(|bucket| bucket.capacity == len).and_then(|b| b.pop(len));
+        let mut buffer = match hot {
+            Some(buffer) => buffer,
+            None => {
+                // Reusing a buffer far larger than asked would strand its capacity.
+                let max_capacity = len.saturating_mul(2).max(64);
+                let first = self.buckets.partition_point(|b| b.capacity < len);
+                let (index, buffer) = self.buckets[first..]
+                    .iter_mut()
+                    .take_while(|b| b.capacity <= max_capacity)
+                    .enumerate()
+                    .find_map(|(i, bucket)| Some((first + i, bucket.pop(len)?)))?;
+                self.hot = index;
+                buffer
             }
-            return Some(buffer);
-        }
-        // Reusing a buffer far larger than asked would strand its capacity.
-        let max_capacity = len.saturating_mul(2).max(64);
-        let first = self.buckets.partition_point(|b| b.capacity < len);
-        let (index, mut buffer) = self.buckets[first..]
-            .iter_mut()
-            .take_while(|b| b.capacity <= max_capacity)
-            .enumerate()
-            .find_map(|(i, bucket)| Some((first + i, bucket.pop(len)?)))?;
-        self.hot = index;
+        };
         self.free -= bytes(&buffer);
         if !KEEP || buffer.len() < len {
             buffer.resize(len, T::default());
