@@ -10,6 +10,7 @@
 //! `g_adds`, `g_muls`); ambiguous ones in `+ - * /` go through a helper of
 //! `grad_runtime::dsl` that dispatches on the type.
 
+mod kernel;
 mod region;
 
 use std::collections::HashMap;

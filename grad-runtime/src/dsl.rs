@@ -15,6 +15,10 @@
 //!   elementwise ops recorded as one node): the call, the `static` plan the
 //!   macro writes for it, the constructors of its steps, and the source
 //!   location of each of its ops.
+//! - [`Region`], [`Kernel`], [`Lanes`], [`kernel`], [`lanes`]: a region's
+//!   plan with its kernel (the region compiled, which a small region runs
+//!   instead of interpreting its plan), and the built-ins as a kernel
+//!   applies them.
 //! - [`OP_FUNCTIONS`]: every public op, for the built-in link test.
 
 use std::any::TypeId;
@@ -25,7 +29,7 @@ use ndarray::{Dimension, arr0};
 
 use crate::error::{ErrorKind, GradError};
 pub use crate::ops::OP_FUNCTIONS;
-pub use crate::ops::fused::{Func, Plan, Src, Step, StepOp, fused, step};
+pub use crate::ops::fused::{Func, Kernel, Lanes, Plan, Region, Src, Step, StepOp, fused, kernel, lanes, step};
 use crate::{Float, Indices, Tape, Var, g_add, g_adds, g_div, g_mul, g_muls, g_neg, g_sub};
 
 /// The tape of a `grad!` block. The expansion calls `(TAPE).as_tape()`:

@@ -111,7 +111,7 @@ mod sealed {
     use crate::gemm::{self, ImageProduct, MatRef, Precision};
     #[cfg(feature = "onnx")]
     use crate::onnx::Export;
-    use crate::ops::fused::{self, Fused, Plan};
+    use crate::ops::fused::{self, Fused, Region};
     use crate::ops::sink::GradSink;
     use crate::tensor::{Tensor, TensorRef};
     use crate::{Tape, Var};
@@ -137,7 +137,7 @@ mod sealed {
         /// Records a fused region ([`fused::fused`]).
         fn record_fused(
             tp: &mut Tape<Self>,
-            plan: &'static Plan,
+            region: &'static Region<Self>,
             leaves: &[Operand<Self>],
             params: &[Self],
             caller: &'static Location<'static>,
@@ -221,12 +221,12 @@ mod sealed {
             #[inline(never)]
             fn record_fused(
                 tp: &mut Tape<$t>,
-                plan: &'static Plan,
+                region: &'static Region<$t>,
                 leaves: &[Operand<$t>],
                 params: &[$t],
                 caller: &'static Location<'static>,
             ) -> Var {
-                fused::record(tp, plan, leaves, params, caller)
+                fused::record(tp, region, leaves, params, caller)
             }
             #[inline(never)]
             fn tape_backward(

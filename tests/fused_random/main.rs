@@ -14,6 +14,13 @@
 //!   [`FANOUT_BOUND`] ulps of the largest gradient element of the input
 //!   (the grad! manual states the bound).
 //!
+//! Each case runs on inputs of mixed shapes (broadcast, interpreted) and
+//! on inputs of one shape, `[3, 4]`, where every region that is not
+//! folded runs the kernel `grad!` compiled for it: there, values and
+//! every gradient are also the bits of the same case on those inputs
+//! repeated eight times (`[8, 3, 4]`, too large for a kernel: the
+//! interpreter).
+//!
 //! `GRAD_BLESS=1 cargo test --test fused_random` rewrites `cases.rs` after
 //! a change to the generator (if the old file no longer compiles, first
 //! replace it by an empty `CASES` and a `run` that panics).
@@ -194,10 +201,31 @@ fn ulps<T: Float>(a: T, b: T) -> f64 {
     (a - b).abs() / (eps * a.abs().max(b.abs()).max(T::min_positive_value().to_f64()))
 }
 
+/// The shapes of a case's inputs `x, y, z, w, c`.
+#[derive(Clone, Copy, PartialEq)]
+enum Shapes {
+    /// `[3, 4], [4], [3, 1], [], [3, 4]`: broadcast inside regions.
+    Mixed,
+    /// All `[3, 4]`: regions small enough for their kernels.
+    Flat,
+    /// `Flat`'s inputs (and seed) repeated along a new first axis of 8.
+    Tiled,
+}
+
+const TILES: usize = 8;
+
 /// The values and gradients of case `k` on one tape.
-fn run<T: Float>(k: usize, fuse: bool) -> (ArrayD<T>, Vec<ArrayD<T>>) {
+fn run<T: Float>(k: usize, fuse: bool, shapes: Shapes) -> (ArrayD<T>, Vec<ArrayD<T>>) {
     let mut rng = Rng::new(1000 + k as u64);
-    let mut data = |shape: &[usize]| rng.normal_array(shape).mapv(T::from_f64);
+    let tile = |a: ArrayD<f64>| match shapes {
+        Shapes::Tiled => ndarray::concatenate(ndarray::Axis(0), &vec![a.view().insert_axis(ndarray::Axis(0)); TILES])
+            .expect("tiles of one shape"),
+        _ => a,
+    };
+    let mut data = |shape: &[usize]| {
+        let shape = if shapes == Shapes::Mixed { shape } else { &[3, 4] };
+        tile(rng.normal_array(shape)).mapv(T::from_f64)
+    };
     let mut tape = Tape::<T>::new();
     let (x, y, z, w) = (data(&[3, 4]), data(&[4]), data(&[3, 1]), data(&[]));
     let c = data(&[3, 4]);
@@ -206,18 +234,24 @@ fn run<T: Float>(k: usize, fuse: bool) -> (ArrayD<T>, Vec<ArrayD<T>>) {
     let out = cases::run(k, fuse, &mut tape, inputs, s);
     assert!(tape.is_ok(), "case {k}: {}", tape.error().unwrap());
     let value = tape.value(out).to_owned();
-    let seed = Rng::new(2000 + k as u64).normal_array(value.shape()).mapv(T::from_f64);
+    let mut seed_rng = Rng::new(2000 + k as u64);
+    // A folded case's value is one number however its inputs are tiled.
+    let seed = match value.shape() {
+        [_, tile_shape @ ..] if shapes == Shapes::Tiled => tile(seed_rng.normal_array(tile_shape)),
+        shape => seed_rng.normal_array(shape),
+    }
+    .mapv(T::from_f64);
     tape.backward_with(out, &seed).unwrap();
     (value, inputs[..4].iter().map(|&v| tape.grad(v).to_owned()).collect())
 }
 
 /// The largest gradient difference over the cases that read an input
 /// more than once, in ulps of each input's largest gradient element.
-fn compare<T: Float>() -> (f64, usize) {
+fn compare<T: Float>(shapes: Shapes) -> (f64, usize) {
     let (mut worst, mut differing) = (0.0f64, 0);
     for (k, &(source, fanout)) in cases::CASES.iter().enumerate() {
-        let (value, grads) = run::<T>(k, true);
-        let (want_value, want_grads) = run::<T>(k, false);
+        let (value, grads) = run::<T>(k, true, shapes);
+        let (want_value, want_grads) = run::<T>(k, false, shapes);
         let same = |a: &ArrayD<T>, b: &ArrayD<T>| a.iter().zip(b).all(|(a, b)| ulps(*a, *b) == 0.0);
         assert!(same(&value, &want_value), "case {k} `{source}`: the values differ");
         for (input, (g, want)) in grads.iter().zip(&want_grads).enumerate() {
@@ -244,13 +278,52 @@ fn compare<T: Float>() -> (f64, usize) {
 
 #[test]
 fn fused_values_are_the_unfused_bits_and_gradients_are_within_the_bound() {
-    for (name, (worst, differing)) in [("f32", compare::<f32>()), ("f64", compare::<f64>())] {
-        let fanout = cases::CASES.iter().filter(|c| c.1).count();
-        println!(
-            "{name}: {} cases ({fanout} reading an input twice or more): {differing} gradient elements differ, \
-             by at most {worst:.2} ulps of their input's largest gradient",
-            cases::CASES.len()
-        );
-        assert!(worst <= FANOUT_BOUND, "{name}: {worst} ulps");
+    for shapes in [Shapes::Mixed, Shapes::Flat] {
+        for (name, (worst, differing)) in [("f32", compare::<f32>(shapes)), ("f64", compare::<f64>(shapes))] {
+            let fanout = cases::CASES.iter().filter(|c| c.1).count();
+            println!(
+                "{name}, {}: {} cases ({fanout} reading an input twice or more): {differing} gradient elements \
+                 differ, by at most {worst:.2} ulps of their input's largest gradient",
+                if shapes == Shapes::Mixed { "mixed shapes" } else { "one shape" },
+                cases::CASES.len()
+            );
+            assert!(worst <= FANOUT_BOUND, "{name}: {worst} ulps");
+        }
+    }
+}
+
+/// Every case whose value is elementwise, on `[3, 4]` inputs (its
+/// regions run their kernels) and on those inputs tiled (interpreted):
+/// the first tile's values and gradients are the same bits, inputs read
+/// several times included. Returns how many cases were compared.
+fn kernels_against_the_interpreter<T: Float>() -> usize {
+    let mut compared = 0;
+    for (k, &(source, _)) in cases::CASES.iter().enumerate() {
+        let (value, grads) = run::<T>(k, true, Shapes::Flat);
+        let (tiled, tiled_grads) = run::<T>(k, true, Shapes::Tiled);
+        // A folded `sum` or `mean` adds up every tile.
+        if tiled.ndim() != value.ndim() + 1 {
+            continue;
+        }
+        compared += 1;
+        let same = |a: &ArrayD<T>, tiled: &ArrayD<T>| {
+            let first = tiled.index_axis(ndarray::Axis(0), 0);
+            a.shape() == first.shape() && a.iter().zip(first).all(|(a, b)| ulps(*a, *b) == 0.0)
+        };
+        assert!(same(&value, &tiled), "case {k} `{source}`: the values differ");
+        for (input, (g, tiled_g)) in grads.iter().zip(&tiled_grads).enumerate() {
+            assert!(same(g, tiled_g), "case {k} `{source}`: the gradient of input {input} differs");
+        }
+    }
+    compared
+}
+
+#[test]
+fn kernels_give_the_interpreters_bits() {
+    for (name, compared) in
+        [("f32", kernels_against_the_interpreter::<f32>()), ("f64", kernels_against_the_interpreter::<f64>())]
+    {
+        println!("{name}: {compared} cases compared");
+        assert!(compared >= cases::CASES.len() / 2, "{name}: only {compared} cases are elementwise");
     }
 }

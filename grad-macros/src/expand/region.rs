@@ -10,7 +10,7 @@
 use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::{quote, quote_spanned};
 
-use super::Expander;
+use super::{Expander, kernel};
 use crate::ast::BinOp;
 use crate::error::{Error, Errors, Result};
 use crate::fuse::{Leaf, Region, Src, Step, StepOp};
@@ -25,10 +25,19 @@ impl Expander {
         let params: Vec<TokenStream> = region.params.iter().filter_map(|p| errors.keep(self.param(p))).collect();
         errors.finish(())?;
         let plan = Ident::new(&format!("__GRAD_REGION_{}", self.regions), Span::mixed_site());
+        let name = Ident::new(&format!("__grad_kernel_{}", self.regions), Span::mixed_site());
         self.regions += 1;
         self.stmts.push(declare(region, &plan));
+        let kernel = match kernel::kernel(region, &name) {
+            Some(function) => {
+                self.stmts.push(function);
+                quote!(::grad_runtime::dsl::kernel(#name))
+            }
+            None => quote!(::core::option::Option::None),
+        };
+        let region = quote!(const { &::grad_runtime::dsl::Region::new(&#plan, #kernel) });
         let tape = &self.tape;
-        Ok(Value::Var(quote!(::grad_runtime::dsl::fused(#tape, &#plan, [#(#leaves),*], [#(#params),*]))))
+        Ok(Value::Var(quote!(::grad_runtime::dsl::fused(#tape, #region, [#(#leaves),*], [#(#params),*]))))
     }
 
     /// A leaf as an `Operand`: a `Var`, or a free name that may be a

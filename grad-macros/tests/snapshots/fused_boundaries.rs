@@ -14,9 +14,79 @@ fn expansion() {
             2,
             0,
         );
+        #[allow(unused_variables, unused_imports, clippy::too_many_arguments)]
+        fn __grad_kernel_0<T: ::grad_runtime::Float>(
+            lanes: ::grad_runtime::dsl::Lanes<'_, T>,
+        ) {
+            use ::grad_runtime::dsl::lanes as l;
+            fn forward<T: ::grad_runtime::Float>(out: &mut [T], x0: &[T], x1: &[T]) {
+                let n = out.len().min(x0.len()).min(x1.len());
+                let out = &mut out[..n];
+                let x0 = &x0[..n];
+                let x1 = &x1[..n];
+                for j in 0..n {
+                    let a0 = x0[j];
+                    let a1 = x1[j];
+                    let s0 = a0 + a1;
+                    let s1 = l::relu(s0);
+                    out[j] = s1;
+                }
+            }
+            fn backward<T: ::grad_runtime::Float>(
+                d0: &mut [T],
+                d1: &mut [T],
+                x0: &[T],
+                x1: &[T],
+                y: &[T],
+                g: &[T],
+            ) {
+                let n = y
+                    .len()
+                    .min(g.len())
+                    .min(x0.len())
+                    .min(x1.len())
+                    .min(d0.len())
+                    .min(d1.len());
+                let (y, g) = (&y[..n], &g[..n]);
+                let x0 = &x0[..n];
+                let x1 = &x1[..n];
+                let d0 = &mut d0[..n];
+                let d1 = &mut d1[..n];
+                for j in 0..n {
+                    let a0 = x0[j];
+                    let a1 = x1[j];
+                    let (y, g) = (y[j], g[j]);
+                    let s0 = a0 + a1;
+                    let s1 = y;
+                    let g1 = g;
+                    let g0 = g1 * l::relu_df(s0, s1);
+                    let e0 = g0;
+                    let e1 = g0;
+                    d0[j] = e0;
+                    d1[j] = e1;
+                }
+            }
+            match lanes {
+                ::grad_runtime::dsl::Lanes::Forward { x, p, out } => {
+                    if let ([x0, x1], &[]) = (x, p) {
+                        forward(out, x0, x1);
+                    }
+                }
+                ::grad_runtime::dsl::Lanes::Backward { x, p, y, g, d } => {
+                    if let ([x0, x1], &[], [d0, d1]) = (x, p, d) {
+                        backward(d0, d1, x0, x1, y, g);
+                    }
+                }
+            }
+        }
         let h = ::grad_runtime::dsl::fused(
             __tape,
-            &__GRAD_REGION_0,
+            const {
+                &::grad_runtime::dsl::Region::new(
+                    &__GRAD_REGION_0,
+                    ::grad_runtime::dsl::kernel(__grad_kernel_0),
+                )
+            },
             [
                 ::grad_runtime::dsl::IntoOperand::into_operand(x),
                 ::grad_runtime::dsl::IntoOperand::into_operand(b),
@@ -35,11 +105,67 @@ fn expansion() {
             1,
             1,
         );
+        #[allow(unused_variables, unused_imports, clippy::too_many_arguments)]
+        fn __grad_kernel_1<T: ::grad_runtime::Float>(
+            lanes: ::grad_runtime::dsl::Lanes<'_, T>,
+        ) {
+            use ::grad_runtime::dsl::lanes as l;
+            fn forward<T: ::grad_runtime::Float>(out: &mut [T], x0: &[T], p0: T) {
+                let n = out.len().min(x0.len());
+                let out = &mut out[..n];
+                let x0 = &x0[..n];
+                for j in 0..n {
+                    let a0 = x0[j];
+                    let s0 = l::exp(a0);
+                    let s1 = s0 + p0;
+                    out[j] = s1;
+                }
+            }
+            fn backward<T: ::grad_runtime::Float>(
+                d0: &mut [T],
+                x0: &[T],
+                y: &[T],
+                g: &[T],
+                p0: T,
+            ) {
+                let n = y.len().min(g.len()).min(x0.len()).min(d0.len());
+                let (y, g) = (&y[..n], &g[..n]);
+                let x0 = &x0[..n];
+                let d0 = &mut d0[..n];
+                for j in 0..n {
+                    let a0 = x0[j];
+                    let (y, g) = (y[j], g[j]);
+                    let s0 = l::exp(a0);
+                    let s1 = y;
+                    let g1 = g;
+                    let g0 = g1;
+                    let e0 = g0 * l::exp_df(a0, s0);
+                    d0[j] = e0;
+                }
+            }
+            match lanes {
+                ::grad_runtime::dsl::Lanes::Forward { x, p, out } => {
+                    if let ([x0], &[p0]) = (x, p) {
+                        forward(out, x0, p0);
+                    }
+                }
+                ::grad_runtime::dsl::Lanes::Backward { x, p, y, g, d } => {
+                    if let ([x0], &[p0], [d0]) = (x, p, d) {
+                        backward(d0, x0, y, g, p0);
+                    }
+                }
+            }
+        }
         (
             __t0,
             ::grad_runtime::dsl::fused(
                 __tape,
-                &__GRAD_REGION_1,
+                const {
+                    &::grad_runtime::dsl::Region::new(
+                        &__GRAD_REGION_1,
+                        ::grad_runtime::dsl::kernel(__grad_kernel_1),
+                    )
+                },
                 [::grad_runtime::dsl::Operand::Var(s)],
                 [::grad_runtime::dsl::lit(1.0f32, 1.0f64)],
             ),

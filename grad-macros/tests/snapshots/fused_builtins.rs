@@ -26,9 +26,86 @@ fn expansion() {
             1,
             4,
         );
+        #[allow(unused_variables, unused_imports, clippy::too_many_arguments)]
+        fn __grad_kernel_0<T: ::grad_runtime::Float>(
+            lanes: ::grad_runtime::dsl::Lanes<'_, T>,
+        ) {
+            use ::grad_runtime::dsl::lanes as l;
+            fn forward<T: ::grad_runtime::Float>(
+                out: &mut [T],
+                x0: &[T],
+                p0: T,
+                p1: T,
+                p2: T,
+                p3: T,
+            ) {
+                let n = out.len().min(x0.len());
+                let out = &mut out[..n];
+                let x0 = &x0[..n];
+                for j in 0..n {
+                    let a0 = x0[j];
+                    let s0 = l::pow(a0, p0);
+                    let s1 = l::leaky_relu(a0, p1);
+                    let s2 = s0 * s1;
+                    let s3 = l::clamp(a0, p2, p3);
+                    let s4 = s2 + s3;
+                    out[j] = s4;
+                }
+            }
+            fn backward<T: ::grad_runtime::Float>(
+                d0: &mut [T],
+                x0: &[T],
+                y: &[T],
+                g: &[T],
+                p0: T,
+                p1: T,
+                p2: T,
+                p3: T,
+            ) {
+                let n = y.len().min(g.len()).min(x0.len()).min(d0.len());
+                let (y, g) = (&y[..n], &g[..n]);
+                let x0 = &x0[..n];
+                let d0 = &mut d0[..n];
+                for j in 0..n {
+                    let a0 = x0[j];
+                    let (y, g) = (y[j], g[j]);
+                    let s0 = l::pow(a0, p0);
+                    let s1 = l::leaky_relu(a0, p1);
+                    let s2 = s0 * s1;
+                    let s3 = l::clamp(a0, p2, p3);
+                    let s4 = y;
+                    let g4 = g;
+                    let g2 = g4;
+                    let g3 = g4;
+                    let e0 = g3 * l::clamp_df(a0, s3, p2, p3);
+                    let g0 = g2 * s1;
+                    let g1 = g2 * s0;
+                    let e0 = e0 + g1 * l::leaky_relu_df(a0, s1, p1);
+                    let e0 = e0 + g0 * l::pow_df(a0, s0, p0);
+                    d0[j] = e0;
+                }
+            }
+            match lanes {
+                ::grad_runtime::dsl::Lanes::Forward { x, p, out } => {
+                    if let ([x0], &[p0, p1, p2, p3]) = (x, p) {
+                        forward(out, x0, p0, p1, p2, p3);
+                    }
+                }
+                ::grad_runtime::dsl::Lanes::Backward { x, p, y, g, d } => {
+                    if let ([x0], &[p0, p1, p2, p3], [d0]) = (x, p, d) {
+                        backward(d0, x0, y, g, p0, p1, p2, p3);
+                    }
+                }
+            }
+        }
         let __t0 = ::grad_runtime::dsl::fused(
             __tape,
-            &__GRAD_REGION_0,
+            const {
+                &::grad_runtime::dsl::Region::new(
+                    &__GRAD_REGION_0,
+                    ::grad_runtime::dsl::kernel(__grad_kernel_0),
+                )
+            },
             [::grad_runtime::dsl::Operand::Var(x)],
             [
                 ::grad_runtime::dsl::lit(3.0f32, 3.0f64),
@@ -73,7 +150,12 @@ fn expansion() {
         );
         let __t1 = ::grad_runtime::dsl::fused(
             __tape,
-            &__GRAD_REGION_1,
+            const {
+                &::grad_runtime::dsl::Region::new(
+                    &__GRAD_REGION_1,
+                    ::core::option::Option::None,
+                )
+            },
             [::grad_runtime::dsl::Operand::Var(x)],
             [],
         );
@@ -91,12 +173,70 @@ fn expansion() {
             1,
             0,
         );
+        #[allow(unused_variables, unused_imports, clippy::too_many_arguments)]
+        fn __grad_kernel_2<T: ::grad_runtime::Float>(
+            lanes: ::grad_runtime::dsl::Lanes<'_, T>,
+        ) {
+            use ::grad_runtime::dsl::lanes as l;
+            fn forward<T: ::grad_runtime::Float>(out: &mut [T], x0: &[T]) {
+                let n = out.len().min(x0.len());
+                let out = &mut out[..n];
+                let x0 = &x0[..n];
+                for j in 0..n {
+                    let a0 = x0[j];
+                    let s0 = -a0;
+                    let s1 = l::tanh(s0);
+                    let s2 = l::relu(s1);
+                    out[j] = s2;
+                }
+            }
+            fn backward<T: ::grad_runtime::Float>(
+                d0: &mut [T],
+                x0: &[T],
+                y: &[T],
+                g: &[T],
+            ) {
+                let n = y.len().min(g.len()).min(x0.len()).min(d0.len());
+                let (y, g) = (&y[..n], &g[..n]);
+                let x0 = &x0[..n];
+                let d0 = &mut d0[..n];
+                for j in 0..n {
+                    let a0 = x0[j];
+                    let (y, g) = (y[j], g[j]);
+                    let s0 = -a0;
+                    let s1 = l::tanh(s0);
+                    let s2 = y;
+                    let g2 = g;
+                    let g1 = g2 * l::relu_df(s1, s2);
+                    let g0 = g1 * l::tanh_df(s0, s1);
+                    let e0 = g0 * l::minus_one::<T>();
+                    d0[j] = e0;
+                }
+            }
+            match lanes {
+                ::grad_runtime::dsl::Lanes::Forward { x, p, out } => {
+                    if let ([x0], &[]) = (x, p) {
+                        forward(out, x0);
+                    }
+                }
+                ::grad_runtime::dsl::Lanes::Backward { x, p, y, g, d } => {
+                    if let ([x0], &[], [d0]) = (x, p, d) {
+                        backward(d0, x0, y, g);
+                    }
+                }
+            }
+        }
         (
             __t0,
             __t1,
             ::grad_runtime::dsl::fused(
                 __tape,
-                &__GRAD_REGION_2,
+                const {
+                    &::grad_runtime::dsl::Region::new(
+                        &__GRAD_REGION_2,
+                        ::grad_runtime::dsl::kernel(__grad_kernel_2),
+                    )
+                },
                 [::grad_runtime::dsl::IntoOperand::into_operand(x)],
                 [],
             ),

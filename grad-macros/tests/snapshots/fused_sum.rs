@@ -20,7 +20,12 @@ fn expansion() {
         );
         ::grad_runtime::dsl::fused(
             __tape,
-            &__GRAD_REGION_0,
+            const {
+                &::grad_runtime::dsl::Region::new(
+                    &__GRAD_REGION_0,
+                    ::core::option::Option::None,
+                )
+            },
             [::grad_runtime::dsl::Operand::Var(x)],
             [],
         )

@@ -14,9 +14,66 @@ fn expansion() {
             1,
             2,
         );
+        #[allow(unused_variables, unused_imports, clippy::too_many_arguments)]
+        fn __grad_kernel_0<T: ::grad_runtime::Float>(
+            lanes: ::grad_runtime::dsl::Lanes<'_, T>,
+        ) {
+            use ::grad_runtime::dsl::lanes as l;
+            fn forward<T: ::grad_runtime::Float>(out: &mut [T], x0: &[T], p0: T, p1: T) {
+                let n = out.len().min(x0.len());
+                let out = &mut out[..n];
+                let x0 = &x0[..n];
+                for j in 0..n {
+                    let a0 = x0[j];
+                    let s0 = p0 * a0;
+                    let s1 = s0 + p1;
+                    out[j] = s1;
+                }
+            }
+            fn backward<T: ::grad_runtime::Float>(
+                d0: &mut [T],
+                x0: &[T],
+                y: &[T],
+                g: &[T],
+                p0: T,
+                p1: T,
+            ) {
+                let n = y.len().min(g.len()).min(x0.len()).min(d0.len());
+                let (y, g) = (&y[..n], &g[..n]);
+                let x0 = &x0[..n];
+                let d0 = &mut d0[..n];
+                for j in 0..n {
+                    let a0 = x0[j];
+                    let (y, g) = (y[j], g[j]);
+                    let s0 = p0 * a0;
+                    let s1 = y;
+                    let g1 = g;
+                    let g0 = g1;
+                    let e0 = g0 * p0;
+                    d0[j] = e0;
+                }
+            }
+            match lanes {
+                ::grad_runtime::dsl::Lanes::Forward { x, p, out } => {
+                    if let ([x0], &[p0, p1]) = (x, p) {
+                        forward(out, x0, p0, p1);
+                    }
+                }
+                ::grad_runtime::dsl::Lanes::Backward { x, p, y, g, d } => {
+                    if let ([x0], &[p0, p1], [d0]) = (x, p, d) {
+                        backward(d0, x0, y, g, p0, p1);
+                    }
+                }
+            }
+        }
         let __t0 = ::grad_runtime::dsl::fused(
             __tape,
-            &__GRAD_REGION_0,
+            const {
+                &::grad_runtime::dsl::Region::new(
+                    &__GRAD_REGION_0,
+                    ::grad_runtime::dsl::kernel(__grad_kernel_0),
+                )
+            },
             [::grad_runtime::dsl::IntoOperand::into_operand(x)],
             [
                 ::grad_runtime::dsl::lit(2.0f32, 2.0f64),

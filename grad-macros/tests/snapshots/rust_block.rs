@@ -14,9 +14,95 @@ fn expansion() {
             3,
             0,
         );
+        #[allow(unused_variables, unused_imports, clippy::too_many_arguments)]
+        fn __grad_kernel_0<T: ::grad_runtime::Float>(
+            lanes: ::grad_runtime::dsl::Lanes<'_, T>,
+        ) {
+            use ::grad_runtime::dsl::lanes as l;
+            fn forward<T: ::grad_runtime::Float>(
+                out: &mut [T],
+                x0: &[T],
+                x1: &[T],
+                x2: &[T],
+            ) {
+                let n = out.len().min(x0.len()).min(x1.len()).min(x2.len());
+                let out = &mut out[..n];
+                let x0 = &x0[..n];
+                let x1 = &x1[..n];
+                let x2 = &x2[..n];
+                for j in 0..n {
+                    let a0 = x0[j];
+                    let a1 = x1[j];
+                    let a2 = x2[j];
+                    let s0 = a0 * a1;
+                    let s1 = s0 + a2;
+                    out[j] = s1;
+                }
+            }
+            fn backward<T: ::grad_runtime::Float>(
+                d0: &mut [T],
+                d1: &mut [T],
+                d2: &mut [T],
+                x0: &[T],
+                x1: &[T],
+                x2: &[T],
+                y: &[T],
+                g: &[T],
+            ) {
+                let n = y
+                    .len()
+                    .min(g.len())
+                    .min(x0.len())
+                    .min(x1.len())
+                    .min(x2.len())
+                    .min(d0.len())
+                    .min(d1.len())
+                    .min(d2.len());
+                let (y, g) = (&y[..n], &g[..n]);
+                let x0 = &x0[..n];
+                let x1 = &x1[..n];
+                let x2 = &x2[..n];
+                let d0 = &mut d0[..n];
+                let d1 = &mut d1[..n];
+                let d2 = &mut d2[..n];
+                for j in 0..n {
+                    let a0 = x0[j];
+                    let a1 = x1[j];
+                    let a2 = x2[j];
+                    let (y, g) = (y[j], g[j]);
+                    let s0 = a0 * a1;
+                    let s1 = y;
+                    let g1 = g;
+                    let g0 = g1;
+                    let e2 = g1;
+                    let e0 = g0 * a1;
+                    let e1 = g0 * a0;
+                    d0[j] = e0;
+                    d1[j] = e1;
+                    d2[j] = e2;
+                }
+            }
+            match lanes {
+                ::grad_runtime::dsl::Lanes::Forward { x, p, out } => {
+                    if let ([x0, x1, x2], &[]) = (x, p) {
+                        forward(out, x0, x1, x2);
+                    }
+                }
+                ::grad_runtime::dsl::Lanes::Backward { x, p, y, g, d } => {
+                    if let ([x0, x1, x2], &[], [d0, d1, d2]) = (x, p, d) {
+                        backward(d0, d1, d2, x0, x1, x2, y, g);
+                    }
+                }
+            }
+        }
         ::grad_runtime::dsl::fused(
             __tape,
-            &__GRAD_REGION_0,
+            const {
+                &::grad_runtime::dsl::Region::new(
+                    &__GRAD_REGION_0,
+                    ::grad_runtime::dsl::kernel(__grad_kernel_0),
+                )
+            },
             [
                 ::grad_runtime::dsl::IntoOperand::into_operand(x),
                 ::grad_runtime::dsl::IntoOperand::into_operand(1.0 / n as f32),

@@ -25,6 +25,7 @@
 
 mod check;
 mod kernels;
+pub mod lanes;
 mod loops;
 mod plan;
 mod tile;
@@ -36,6 +37,7 @@ use std::panic::Location;
 
 use ndarray::{Dimension, IxDyn};
 
+pub use lanes::{Kernel, Lanes, Region, kernel};
 use loops::Input;
 pub use plan::{Func, Plan, Src, Step, StepOp, step};
 use tile::{MAX_LEAVES, Program, Source};
@@ -58,7 +60,7 @@ const SCALAR_LEAF: NodeId = NodeId::MAX;
 /// leaves that are Rust scalars, in leaf order.
 #[derive(Clone)]
 pub(crate) struct Fused<T: Float> {
-    plan: &'static Plan,
+    region: &'static Region<T>,
     inputs: Inputs,
     scalars: Numbers<T>,
 }
@@ -117,7 +119,7 @@ impl Inputs {
 
 impl<T: Float> Fused<T> {
     pub(crate) fn name(&self) -> &'static str {
-        self.plan.name
+        self.region.plan.name
     }
 
     /// The region recorded again as its unfused ops, from the same leaves:
@@ -125,11 +127,11 @@ impl<T: Float> Fused<T> {
     /// record does not fit its plan.
     pub(crate) fn replay(&self, tp: &mut Tape<T>) -> Option<Var> {
         let scalars = self.scalars()?;
-        let params = scalars.get(..self.plan.params)?;
-        let mut next_scalar = self.plan.params;
+        let params = scalars.get(..self.region.plan.params)?;
+        let mut next_scalar = self.region.plan.params;
         let mut leaves = [Operand::Scalar(T::zero()); MAX_LEAVES];
         let n = self.leaves().len();
-        if n > MAX_LEAVES || n != self.plan.leaves {
+        if n > MAX_LEAVES || n != self.region.plan.leaves {
             return None;
         }
         for (leaf, &id) in leaves.iter_mut().zip(self.leaves()) {
@@ -141,13 +143,13 @@ impl<T: Float> Fused<T> {
                 Operand::Var(tp.var_at(id))
             };
         }
-        Some(unfused::run(tp, self.plan.steps, &leaves[..n], check::Scalars { params }))
+        Some(unfused::run(tp, self.region.plan.steps, &leaves[..n], check::Scalars { params }))
     }
 
     /// The node's scalars: the plan's parameters, then the leaves that are
     /// Rust scalars; `None` for a node whose record does not fit its plan.
     fn scalars(&self) -> Option<&[T]> {
-        let len = self.plan.params + self.leaves().iter().filter(|&&id| id == SCALAR_LEAF).count();
+        let len = self.region.plan.params + self.leaves().iter().filter(|&&id| id == SCALAR_LEAF).count();
         match &self.scalars {
             Numbers::Inline(values) => values.get(..len),
             Numbers::Pooled(values) => values.get(..len),
@@ -192,13 +194,14 @@ impl<T: Float> Fused<T> {
 
 impl<T: Float> fmt::Debug for Fused<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Fused").field("name", &self.plan.name).field("inputs", &self.inputs).finish()
+        f.debug_struct("Fused").field("name", &self.region.plan.name).field("inputs", &self.inputs).finish()
     }
 }
 
 /// Records a fused region of a `grad!` block (what its expansion calls):
 /// `leaves` are the region's inputs, `params` its scalars (the numbers
-/// written in it and the Rust scalars it reads), in the plan's order.
+/// written in it and the Rust scalars it reads), in the order of the
+/// region's plan.
 ///
 /// The tape is poisoned as the first failing unfused op would poison it,
 /// with that op's name, shapes and location.
@@ -206,17 +209,17 @@ impl<T: Float> fmt::Debug for Fused<T> {
 #[inline]
 pub fn fused<T: Float, const N: usize, const P: usize>(
     tp: &mut Tape<T>,
-    plan: &'static Plan,
+    region: &'static Region<T>,
     leaves: [Operand<T>; N],
     params: [T; P],
 ) -> Var {
-    T::record_fused(tp, plan, &leaves, &params, Location::caller())
+    T::record_fused(tp, region, &leaves, &params, Location::caller())
 }
 
 /// What [`fused`] runs, compiled here for `f32` and `f64` (`float.rs`).
 pub(crate) fn record<T: Float>(
     tp: &mut Tape<T>,
-    plan: &'static Plan,
+    region: &'static Region<T>,
     leaves: &[Operand<T>],
     params: &[T],
     caller: &'static Location<'static>,
@@ -225,20 +228,21 @@ pub(crate) fn record<T: Float>(
         return tp.poisoned_var();
     }
     match leaves.len() {
-        0 | 1 => record_in::<T, 1>(tp, plan, leaves, params, caller),
-        2..=4 => record_in::<T, 4>(tp, plan, leaves, params, caller),
-        _ => record_in::<T, MAX_LEAVES>(tp, plan, leaves, params, caller),
+        0 | 1 => record_in::<T, 1>(tp, region, leaves, params, caller),
+        2..=4 => record_in::<T, 4>(tp, region, leaves, params, caller),
+        _ => record_in::<T, MAX_LEAVES>(tp, region, leaves, params, caller),
     }
 }
 
 /// [`record`] with arrays of `C` entries for the leaves.
 fn record_in<T: Float, const C: usize>(
     tp: &mut Tape<T>,
-    plan: &'static Plan,
+    region: &'static Region<T>,
     leaves: &[Operand<T>],
     params: &[T],
     caller: &'static Location<'static>,
 ) -> Var {
+    let plan = region.plan;
     let n = leaves.len();
     let mut ids = [SCALAR_LEAF; C];
     let well_formed = plan.well_formed && n == plan.leaves && params.len() == plan.params && n <= C;
@@ -263,7 +267,7 @@ fn record_in<T: Float, const C: usize>(
     };
     // Made before the value, so that the stores that make it have landed
     // by the time `push` copies it (see `tape/append.rs`).
-    let op = Op::Fused(Fused { plan, inputs, scalars: node_scalars });
+    let op = Op::Fused(Fused { region, inputs, scalars: node_scalars });
     // The region's last step is its root, where a failure is reported.
     let site = plan.sites.last().copied().unwrap_or(caller);
     let prog = Program {
@@ -274,7 +278,7 @@ fn record_in<T: Float, const C: usize>(
         live: plan::Bits::NONE,
         wanted: 0,
     };
-    let out = compute::<T, C>(tp, plan, &prog, ids, leaf_scalars, checked, site);
+    let out = compute::<T, C>(tp, plan, region.kernel, &prog, ids, leaf_scalars, checked, site);
     tp.push_output(op, out)
 }
 
@@ -283,9 +287,11 @@ fn record_in<T: Float, const C: usize>(
 /// located at `site`). Values are computed element by element even where
 /// a value inside the region is broadcast (the same bits as computing it
 /// on its own shape first), so only backward tells the two apart.
+#[allow(clippy::too_many_arguments)]
 fn compute<T: Float, const C: usize>(
     tp: &mut Tape<T>,
     plan: &Plan,
+    kernel: Option<Kernel<T>>,
     prog: &Program<'_, T>,
     ids: &[NodeId],
     leaf_scalars: &[T],
@@ -310,8 +316,10 @@ fn compute<T: Float, const C: usize>(
     };
     let n = ids.len();
     if fold.is_none() {
-        let inputs = inputs_of::<T, C>(ids, |id| tp.value_of(id), leaf_scalars);
-        loops::forward::<T, C>(prog, &inputs[..n], shape.slice(), &mut out.data);
+        let inputs = &inputs_of::<T, C>(ids, |id| tp.value_of(id), leaf_scalars)[..n];
+        if !kernel.is_some_and(|k| lanes::forward::<T, C>(k, inputs, prog.params, &mut out.data)) {
+            loops::forward::<T, C>(prog, inputs, shape.slice(), &mut out.data);
+        }
     } else {
         // Broadcast inputs: the values are stored, then summed by `sum_slice`.
         let flat = ids.iter().all(|&id| id == SCALAR_LEAF || loops::is_flat(tp.value_of(id).len(), total));
@@ -370,7 +378,7 @@ fn backward_in<T: Float, const C: usize>(
     out: &Tensor<T>,
     node: &Fused<T>,
 ) {
-    let plan = node.plan;
+    let plan = node.region.plan;
     let ids = node.leaves();
     let n = ids.len();
     let Some(scalars) = node.scalars() else { return };
@@ -415,8 +423,14 @@ fn backward_in<T: Float, const C: usize>(
             *partial = sink.scratch_for(ids[k], total);
         }
     }
-    let outs = partials.each_mut().map(|buffer| buffer.as_mut_slice());
-    loops::backward::<T, C>(&prog, inputs, shape, y, seed, outs);
+    let mut outs = partials.each_mut().map(|buffer| buffer.as_mut_slice());
+    let compiled = match (node.region.kernel, y, seed) {
+        (Some(k), Some(y), Source::Slice(g)) => lanes::backward::<T, C>(k, inputs, params, y, g, &mut outs),
+        _ => false,
+    };
+    if !compiled {
+        loops::backward::<T, C>(&prog, inputs, shape, y, seed, outs);
+    }
     for (k, partial) in partials.into_iter().enumerate().take(n) {
         if wanted & (1 << k) != 0 {
             contribute(sink, ids[k], partial, shape);

@@ -5,7 +5,7 @@
 use ndarray::{ArrayD, IxDyn};
 
 use super::plan::step::*;
-use super::{Plan, fused};
+use super::{Plan, Region, fused};
 use crate::dsl::{Operand, here};
 use crate::ops::reduce::sum_slice;
 use crate::{Rng, Tape, Var, g_add, g_adds, g_mul, g_muls, g_sigmoid, g_sum, g_tanh};
@@ -53,7 +53,7 @@ fn a_chain_equals_its_ops_for_every_size() {
         let x0 = random(&[n], n as u64);
         let mut fused_tape = Tape::<f32>::new();
         let x = fused_tape.param(&x0);
-        let y = fused(&mut fused_tape, &CHAIN, [Operand::Var(x)], [0.9, 0.1]);
+        let y = fused(&mut fused_tape, const { &Region::new(&CHAIN, None) }, [Operand::Var(x)], [0.9, 0.1]);
         let loss = g_sum(&mut fused_tape, y);
         fused_tape.backward(loss).unwrap();
         assert_eq!(fused_tape.len(), 3);
@@ -76,7 +76,7 @@ fn a_folded_sum_equals_its_ops_in_the_same_tree() {
         let x0 = random(&[n], 7);
         let mut fused_tape = Tape::<f32>::new();
         let x = fused_tape.param(&x0);
-        let loss = fused(&mut fused_tape, &SUM_SIGMOID_X, [Operand::Var(x)], []);
+        let loss = fused(&mut fused_tape, const { &Region::new(&SUM_SIGMOID_X, None) }, [Operand::Var(x)], []);
         fused_tape.backward(loss).unwrap();
 
         let mut tape = Tape::<f32>::new();
@@ -108,7 +108,7 @@ fn broadcast_inputs_walk_by_rows_and_sum_their_gradients_back() {
         let (a0, b0, c0) = (random(sa, 1), random(sb, 2), random(sc, 3));
         let mut fused_tape = Tape::<f32>::new();
         let [a, b, c] = [&a0, &b0, &c0].map(|v| fused_tape.param(v));
-        let y = fused(&mut fused_tape, &ADD_MUL, [a, b, c].map(Operand::Var), []);
+        let y = fused(&mut fused_tape, const { &Region::new(&ADD_MUL, None) }, [a, b, c].map(Operand::Var), []);
         let loss = g_sum(&mut fused_tape, y);
         fused_tape.backward(loss).unwrap();
 
@@ -133,7 +133,7 @@ fn broadcast_inputs_walk_by_rows_and_sum_their_gradients_back() {
 fn a_shape_error_is_the_unfused_ops_error_at_its_site() {
     let mut tape = Tape::<f32>::new();
     let (a, b, c) = (tape.param(random(&[4, 3], 1)), tape.param(random(&[2], 2)), tape.param(random(&[3], 3)));
-    let y = fused(&mut tape, &ADD_MUL, [a, b, c].map(Operand::Var), []);
+    let y = fused(&mut tape, const { &Region::new(&ADD_MUL, None) }, [a, b, c].map(Operand::Var), []);
     assert!(y.is_poisoned());
     let err = tape.error().unwrap();
     assert_eq!(err.op(), "g_add");
@@ -143,7 +143,7 @@ fn a_shape_error_is_the_unfused_ops_error_at_its_site() {
 
     let mut tape = Tape::<f32>::new();
     let (a, b, c) = (tape.param(random(&[4, 3], 1)), tape.param(random(&[3], 2)), tape.param(random(&[5], 3)));
-    fused(&mut tape, &ADD_MUL, [a, b, c].map(Operand::Var), []);
+    fused(&mut tape, const { &Region::new(&ADD_MUL, None) }, [a, b, c].map(Operand::Var), []);
     let err = tape.error().unwrap();
     assert_eq!((err.op(), err.shapes()), ("g_mul", &[vec![4, 3], vec![5]][..]));
     assert_eq!(err.location(), ADD_MUL.sites[1]);
@@ -153,7 +153,12 @@ fn a_shape_error_is_the_unfused_ops_error_at_its_site() {
 fn rust_scalar_leaves_are_splatted() {
     let mut tape = Tape::<f64>::new();
     let c = tape.param(ndarray::array![1.0, 2.0]);
-    let y = fused(&mut tape, &ADD_MUL, [Operand::Scalar(0.5), Operand::Scalar(0.25), Operand::Var(c)], []);
+    let y = fused(
+        &mut tape,
+        const { &Region::new(&ADD_MUL, None) },
+        [Operand::Scalar(0.5), Operand::Scalar(0.25), Operand::Var(c)],
+        [],
+    );
     assert_eq!(tape.value(y), ndarray::array![0.75, 1.5].into_dyn());
     tape.backward(y).unwrap();
     assert_eq!(tape.grad(c), ndarray::array![0.75, 0.75].into_dyn());
@@ -173,11 +178,16 @@ fn a_nodes_scalars_are_inline_up_to_two_and_pooled_beyond() {
     let mut tape = Tape::<f64>::new();
     let x = tape.param(ndarray::array![-2.0, 0.5, 3.0]);
     // Two Rust scalars: inline; the node's one buffer holds its three leaves.
-    let inline = fused(&mut tape, &ADD_MUL, [Operand::Scalar(0.5), Operand::Scalar(0.25), Operand::Var(x)], []);
+    let inline = fused(
+        &mut tape,
+        const { &Region::new(&ADD_MUL, None) },
+        [Operand::Scalar(0.5), Operand::Scalar(0.25), Operand::Var(x)],
+        [],
+    );
     let saved = tape.memory().saved;
     assert_eq!(saved, 3 * size_of::<usize>());
     // Three parameters: a pooled buffer of three (its one leaf is inline).
-    let pooled = fused(&mut tape, &CLAMP_SCALED, [Operand::Var(x)], [2.0, -1.0, 4.0]);
+    let pooled = fused(&mut tape, const { &Region::new(&CLAMP_SCALED, None) }, [Operand::Var(x)], [2.0, -1.0, 4.0]);
     assert_eq!(tape.memory().saved, saved + 3 * size_of::<f64>());
     assert_eq!(tape.value(inline), ndarray::array![-1.5, 0.375, 2.25].into_dyn());
     assert_eq!(tape.value(pooled), ndarray::array![-1.0, 1.0, 4.0].into_dyn());
@@ -215,4 +225,62 @@ fn the_plans_live_steps_are_those_of_every_leaf_wanted() {
     }
     let live = SCALAR_STEP.live_all;
     assert_eq!([live.has(0), live.has(1), live.has(2)], [true, false, true]);
+}
+
+/// A kernel for [`ADD_MUL`] that marks what it computed: each value is
+/// its first leaf's plus 1000, each gradient its leaf's number plus one.
+fn marking_kernel(lanes: super::Lanes<'_, f64>) {
+    match lanes {
+        super::Lanes::Forward { x, out, .. } => {
+            assert!(x.len() == 3 && x.iter().all(|x| x.len() == out.len()));
+            out.iter_mut().zip(x[0]).for_each(|(o, a)| *o = a + 1000.0);
+        }
+        super::Lanes::Backward { x, y, g, d, .. } => {
+            assert!(x.len() == 3 && d.len() == 3 && [y.len(), g.len()].iter().all(|&n| n == x[0].len()));
+            for (i, d) in d.iter_mut().enumerate() {
+                assert_eq!(d.len(), y.len());
+                d.fill(i as f64 + 1.0);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_region_of_at_most_kernel_max_elements_read_flat_runs_its_kernel() {
+    static MARKED: Region<f64> = Region::new(&ADD_MUL, super::kernel(marking_kernel));
+    let max = super::lanes::KERNEL_MAX;
+    for n in [1, 2, 16, max - 1, max, max + 1, 4 * max] {
+        let mut tape = Tape::<f64>::new();
+        let a0 = ArrayD::from_shape_fn(IxDyn(&[n]), |i| i[0] as f64);
+        let (a, b) = (tape.param(&a0), tape.param(ArrayD::from_elem(IxDyn(&[n]), 2.0)));
+        let c = tape.constant(ArrayD::from_elem(IxDyn(&[n]), 3.0));
+        // A Rust scalar leaf (repeated for the kernel) and a constant one,
+        // whose gradient is not wanted (computed into spare lanes).
+        let y = fused(&mut tape, &MARKED, [Operand::Var(a), Operand::Var(b), Operand::Var(c)], []);
+        let z = fused(&mut tape, &MARKED, [Operand::Scalar(0.5), Operand::Var(b), Operand::Var(c)], []);
+        let (ys, zs) = (g_sum(&mut tape, y), g_sum(&mut tape, z));
+        let loss = g_add(&mut tape, ys, zs);
+        tape.backward(loss).unwrap();
+        let compiled = n <= max;
+        let (ga, gb) = (tape.grad(a).to_owned(), tape.grad(b).to_owned());
+        let (y, z) = (tape.value(y), tape.value(z));
+        for j in 0..n {
+            let a = j as f64;
+            if compiled {
+                assert_eq!([y[j], z[j], ga[j], gb[j]], [a + 1000.0, 1000.5, 1.0, 4.0], "n = {n}");
+            } else {
+                assert_eq!([y[j], z[j], ga[j], gb[j]], [(a + 2.0) * 3.0, 7.5, 3.0, 6.0], "n = {n}");
+            }
+        }
+    }
+    // A leaf of one element whose gradient is wanted: the kernel's
+    // gradient along the region (its marks), summed back to the leaf.
+    let mut tape = Tape::<f64>::new();
+    let a = tape.param(ArrayD::from_elem(IxDyn(&[1]), 1.0));
+    let (b, c) = (tape.param(ArrayD::from_elem(IxDyn(&[4]), 2.0)), tape.param(ArrayD::from_elem(IxDyn(&[4]), 3.0)));
+    let y = fused(&mut tape, &MARKED, [a, b, c].map(Operand::Var), []);
+    let loss = g_sum(&mut tape, y);
+    tape.backward(loss).unwrap();
+    assert_eq!(tape.grad(a).as_slice().unwrap(), &[4.0]);
+    assert_eq!(tape.grad(b).as_slice().unwrap(), &[2.0; 4]);
 }
