@@ -11,8 +11,9 @@
 //! messages in `explain.rs`) →
 //! `expand.rs` (code generation, with `operand.rs`), which asks `fuse.rs`
 //! for the fused region rooted at each expression and expands it with
-//! `expand/region.rs`, as a `static` plan the runtime interprets. `builtins.rs` is the
-//! one table of built-in functions; `literal.rs` owns numbers (literals,
+//! `expand/region.rs`, as a `static` plan the runtime interprets, with
+//! the kernel small regions run instead (`expand/kernel.rs`).
+//! `builtins.rs` is the one table of built-in functions; `literal.rs` owns numbers (literals,
 //! axes, dims-list entries). Every mistake is a spanned `compile_error!`,
 //! several at once when they are independent, in the order they are
 //! written; the macro never panics.

@@ -4,8 +4,9 @@
 //! type, and the region becomes one `grad_runtime::dsl::fused` call
 //! beside a `static` [plan](grad_runtime::dsl::Plan): the steps, each
 //! step's source location, the counts of leaves and scalars. The runtime
-//! interprets the plan, so a region adds data to the user's crate, not
-//! code to compile.
+//! interprets the plan, except on a region of a few dozen elements, which
+//! runs the region's kernel (`kernel.rs`): one short function, the only
+//! code a region adds to the user's crate.
 
 use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::{quote, quote_spanned};
@@ -28,14 +29,22 @@ impl Expander {
         let name = Ident::new(&format!("__grad_kernel_{}", self.regions), Span::mixed_site());
         self.regions += 1;
         self.stmts.push(declare(region, &plan));
-        let kernel = match kernel::kernel(region, &name) {
+        // The kernel is compiled without debug assertions only: a debug
+        // build interprets every region (the same bits), and does not
+        // compile a function for each.
+        let region = match kernel::kernel(region, &name) {
             Some(function) => {
-                self.stmts.push(function);
-                quote!(::grad_runtime::dsl::kernel(#name))
+                self.stmts.push(quote!(#[cfg(not(debug_assertions))] #function));
+                quote!(const {
+                    #[cfg(not(debug_assertions))]
+                    let kernel = ::grad_runtime::dsl::kernel(#name);
+                    #[cfg(debug_assertions)]
+                    let kernel = ::core::option::Option::None;
+                    &::grad_runtime::dsl::Region::new(&#plan, kernel)
+                })
             }
-            None => quote!(::core::option::Option::None),
+            None => quote!(const { &::grad_runtime::dsl::Region::new(&#plan, ::core::option::Option::None) }),
         };
-        let region = quote!(const { &::grad_runtime::dsl::Region::new(&#plan, #kernel) });
         let tape = &self.tape;
         Ok(Value::Var(quote!(::grad_runtime::dsl::fused(#tape, #region, [#(#leaves),*], [#(#params),*]))))
     }

@@ -14,6 +14,7 @@ fn expansion() {
             2,
             0,
         );
+        #[cfg(not(debug_assertions))]
         #[allow(unused_variables, unused_imports, clippy::too_many_arguments)]
         fn __grad_kernel_0<T: ::grad_runtime::Float>(
             lanes: ::grad_runtime::dsl::Lanes<'_, T>,
@@ -82,10 +83,11 @@ fn expansion() {
         let h = ::grad_runtime::dsl::fused(
             __tape,
             const {
-                &::grad_runtime::dsl::Region::new(
-                    &__GRAD_REGION_0,
-                    ::grad_runtime::dsl::kernel(__grad_kernel_0),
-                )
+                #[cfg(not(debug_assertions))]
+                let kernel = ::grad_runtime::dsl::kernel(__grad_kernel_0);
+                #[cfg(debug_assertions)]
+                let kernel = ::core::option::Option::None;
+                &::grad_runtime::dsl::Region::new(&__GRAD_REGION_0, kernel)
             },
             [
                 ::grad_runtime::dsl::IntoOperand::into_operand(x),
@@ -105,6 +107,7 @@ fn expansion() {
             1,
             1,
         );
+        #[cfg(not(debug_assertions))]
         #[allow(unused_variables, unused_imports, clippy::too_many_arguments)]
         fn __grad_kernel_1<T: ::grad_runtime::Float>(
             lanes: ::grad_runtime::dsl::Lanes<'_, T>,
@@ -161,10 +164,11 @@ fn expansion() {
             ::grad_runtime::dsl::fused(
                 __tape,
                 const {
-                    &::grad_runtime::dsl::Region::new(
-                        &__GRAD_REGION_1,
-                        ::grad_runtime::dsl::kernel(__grad_kernel_1),
-                    )
+                    #[cfg(not(debug_assertions))]
+                    let kernel = ::grad_runtime::dsl::kernel(__grad_kernel_1);
+                    #[cfg(debug_assertions)]
+                    let kernel = ::core::option::Option::None;
+                    &::grad_runtime::dsl::Region::new(&__GRAD_REGION_1, kernel)
                 },
                 [::grad_runtime::dsl::Operand::Var(s)],
                 [::grad_runtime::dsl::lit(1.0f32, 1.0f64)],

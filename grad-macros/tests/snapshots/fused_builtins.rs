@@ -26,6 +26,7 @@ fn expansion() {
             1,
             4,
         );
+        #[cfg(not(debug_assertions))]
         #[allow(unused_variables, unused_imports, clippy::too_many_arguments)]
         fn __grad_kernel_0<T: ::grad_runtime::Float>(
             lanes: ::grad_runtime::dsl::Lanes<'_, T>,
@@ -101,10 +102,11 @@ fn expansion() {
         let __t0 = ::grad_runtime::dsl::fused(
             __tape,
             const {
-                &::grad_runtime::dsl::Region::new(
-                    &__GRAD_REGION_0,
-                    ::grad_runtime::dsl::kernel(__grad_kernel_0),
-                )
+                #[cfg(not(debug_assertions))]
+                let kernel = ::grad_runtime::dsl::kernel(__grad_kernel_0);
+                #[cfg(debug_assertions)]
+                let kernel = ::core::option::Option::None;
+                &::grad_runtime::dsl::Region::new(&__GRAD_REGION_0, kernel)
             },
             [::grad_runtime::dsl::Operand::Var(x)],
             [
@@ -173,6 +175,7 @@ fn expansion() {
             1,
             0,
         );
+        #[cfg(not(debug_assertions))]
         #[allow(unused_variables, unused_imports, clippy::too_many_arguments)]
         fn __grad_kernel_2<T: ::grad_runtime::Float>(
             lanes: ::grad_runtime::dsl::Lanes<'_, T>,
@@ -232,10 +235,11 @@ fn expansion() {
             ::grad_runtime::dsl::fused(
                 __tape,
                 const {
-                    &::grad_runtime::dsl::Region::new(
-                        &__GRAD_REGION_2,
-                        ::grad_runtime::dsl::kernel(__grad_kernel_2),
-                    )
+                    #[cfg(not(debug_assertions))]
+                    let kernel = ::grad_runtime::dsl::kernel(__grad_kernel_2);
+                    #[cfg(debug_assertions)]
+                    let kernel = ::core::option::Option::None;
+                    &::grad_runtime::dsl::Region::new(&__GRAD_REGION_2, kernel)
                 },
                 [::grad_runtime::dsl::IntoOperand::into_operand(x)],
                 [],

@@ -14,6 +14,7 @@ fn expansion() {
             1,
             2,
         );
+        #[cfg(not(debug_assertions))]
         #[allow(unused_variables, unused_imports, clippy::too_many_arguments)]
         fn __grad_kernel_0<T: ::grad_runtime::Float>(
             lanes: ::grad_runtime::dsl::Lanes<'_, T>,
@@ -69,10 +70,11 @@ fn expansion() {
         let __t0 = ::grad_runtime::dsl::fused(
             __tape,
             const {
-                &::grad_runtime::dsl::Region::new(
-                    &__GRAD_REGION_0,
-                    ::grad_runtime::dsl::kernel(__grad_kernel_0),
-                )
+                #[cfg(not(debug_assertions))]
+                let kernel = ::grad_runtime::dsl::kernel(__grad_kernel_0);
+                #[cfg(debug_assertions)]
+                let kernel = ::core::option::Option::None;
+                &::grad_runtime::dsl::Region::new(&__GRAD_REGION_0, kernel)
             },
             [::grad_runtime::dsl::IntoOperand::into_operand(x)],
             [

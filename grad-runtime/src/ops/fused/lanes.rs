@@ -89,8 +89,8 @@ fn fits<T>(inputs: &[Input<'_, T>], n: usize) -> bool {
 }
 
 /// The leaves as `n` values each: a one-element leaf (a Rust scalar, or a
-/// one-element tensor whose gradient is not wanted) repeated into the
-/// next `n` of `spare`.
+/// one-element tensor, whose gradient along the region the caller sums
+/// back) repeated into the next `n` of `spare`.
 fn leaves<'a, T: Float, const C: usize>(inputs: &[Input<'a, T>], n: usize, spare: &'a mut [T]) -> [&'a [T]; C] {
     let mut x: [&[T]; C] = [&[]; C];
     let mut spare = spare.chunks_exact_mut(n);

@@ -5,7 +5,9 @@
 //!
 //! The macro writes, for each region, a `static` [`Plan`]: the region's
 //! ops in order (`plan.rs`) and each op's source location, checked and
-//! analysed when the user's crate is compiled. [`fused`] checks the plan
+//! analysed when the user's crate is compiled; and most often a kernel,
+//! the region as one loop of straight-line arithmetic, which a region of
+//! a few dozen elements runs instead of the interpreter (`lanes.rs`). [`fused`] checks the plan
 //! as the unfused ops would check themselves (`check.rs`), interprets it
 //! over the inputs (`tile.rs`, laid over tensors and threads by
 //! `loops.rs`) and records the node, which keeps its plan, one input
