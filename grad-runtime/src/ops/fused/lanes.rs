@@ -4,13 +4,13 @@
 //! single loop. The interpreter (`tile.rs`) decodes every step of the
 //! plan on every call and runs one loop per step: on a region of a few
 //! dozen elements that decoding costs more than the arithmetic. So a
-//! region of at most [`KERNEL_MAX`] elements whose inputs are read flat
+//! region of at most `KERNEL_MAX` (64) elements whose inputs are read flat
 //! runs its kernel instead, forward and backward; larger ones, whose
 //! loops the interpreter runs at the CPU's widest SIMD level, are
 //! interpreted.
 //!
 //! The kernel applies the scalar functions below, which are the
-//! interpreter's own ([`Elementwise`]), in the interpreter's order: each
+//! interpreter's own (`Elementwise`), in the interpreter's order: each
 //! step's value, then from the root down each step's gradient handed to
 //! its operands, an input's contributions added in the order the
 //! interpreter adds them. So it gives the interpreter's bits, and the
