@@ -7,15 +7,17 @@
 //! ops in order (`plan.rs`) and each op's source location, checked and
 //! analysed when the user's crate is compiled; and most often a kernel,
 //! the region as one loop of straight-line arithmetic, which a region of
-//! a few dozen elements runs instead of the interpreter (`lanes.rs`). [`fused`] checks the plan
-//! as the unfused ops would check themselves (`check.rs`), interprets it
-//! over the inputs (`tile.rs`, laid over tensors and threads by
-//! `loops.rs`) and records the node, which keeps its plan, one input
+//! a few dozen elements runs instead of the interpreter (`lanes.rs`).
+//! [`fused`] checks the plan as the unfused ops would check themselves
+//! (`check.rs`), interprets it over the inputs (`tile.rs`, laid over
+//! tensors and threads by `loops.rs`) or runs the kernel, and records the
+//! node, which keeps its [`Region`] (plan and kernel), one input
 //! inline or several in a pooled index buffer, and its scalars inline (up
 //! to two) or in a pooled buffer: no `Box`, so a training step that
-//! rewinds its tape still allocates nothing. The interpreter is compiled once, in this crate, for
-//! `f32` and `f64` (reached through the sealed side of `Float`), so a
-//! `grad!` block costs its crate a table of data and a call, not code.
+//! rewinds its tape still allocates nothing. The interpreter is compiled
+//! once, in this crate, for `f32` and `f64` (reached through the sealed
+//! side of `Float`), so a `grad!` block costs its crate a table of data, a
+//! call and (without debug assertions) one short kernel a region.
 //!
 //! A region in which a value that carries a gradient is broadcast to a
 //! larger shape is differentiated on whole tensors instead (`whole.rs`),
