@@ -612,7 +612,7 @@ impl<T: Float> Tape<T> {
 
     /// [`output`](Tape::output) for a shape some live node has (`len`
     /// elements): it passed the size checks when that node was made.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn output_sized(
         &mut self,
         op: &'static str,

@@ -59,7 +59,7 @@ impl<T: Float> Scalars<'_, T> {
 /// the first error on `tp`; the resolved node of each leaf goes to `ids`
 /// (`SCALAR_LEAF` for a Rust scalar). Inlined into every region's call,
 /// so the common case returns its shape in registers.
-#[inline]
+#[inline(always)]
 pub(crate) fn check<T: Float>(
     tp: &mut Tape<T>,
     well_formed: bool,

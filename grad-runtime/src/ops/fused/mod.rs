@@ -87,6 +87,7 @@ const INLINE_NUMBERS: usize = 2;
 
 impl<T: Float> Numbers<T> {
     /// `params` then `leaf_scalars`, inline when they fit.
+    #[inline(always)]
     fn new(tp: &mut Tape<T>, params: &[T], leaf_scalars: &[T]) -> Self {
         let len = params.len() + leaf_scalars.len();
         let mut numbers = if len <= INLINE_NUMBERS {
