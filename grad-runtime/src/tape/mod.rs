@@ -626,7 +626,7 @@ impl<T: Float> Tape<T> {
 
     /// The buffer of an output of `shape` and `len` elements (or the error
     /// of its size check), or `None` after recording why there is none.
-    #[inline]
+    #[inline(always)]
     fn take_output(
         &mut self,
         op: &'static str,

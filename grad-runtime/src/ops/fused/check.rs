@@ -97,7 +97,7 @@ fn walk<T: Float>(
 /// one shape. Then nothing broadcasts, so no step can fail on shapes;
 /// only `clamp`'s bounds remain to check. `None` sends the region to
 /// the walk, which finds and records the error, if any.
-#[inline]
+#[inline(always)]
 fn quick<T: Float>(
     tp: &Tape<T>,
     steps: &[Step],
