@@ -222,6 +222,9 @@ pub fn fused<T: Float, const N: usize, const P: usize>(
 }
 
 /// What [`fused`] runs, compiled here for `f32` and `f64` (`float.rs`).
+/// Inlined there, so that the arguments the user's crate passed on the
+/// stack are read where they lie, not copied into another call's.
+#[inline(always)]
 pub(crate) fn record<T: Float>(
     tp: &mut Tape<T>,
     region: &'static Region<T>,
