@@ -31,17 +31,18 @@ pub(super) fn kernel(region: &Region, name: &Ident) -> Option<TokenStream> {
         return None;
     }
     let x = idents("x", leaves);
-    let a = idents("a", leaves);
+    let a = idents("_a", leaves);
     let d = idents("d", leaves);
-    let p = idents("p", params);
+    let p = idents("_p", params);
     let forward = forward(region);
     let backward = backward(region)?;
     // Every slice cut to the shortest: a counted loop the compiler
-    // vectorises, with no bounds checks in it.
+    // vectorises, with no bounds checks in it. Names a rule may not read
+    // start with `_`, so that no lint needs to be allowed but clippy's
+    // count of arguments.
     Some(quote! {
-        #[allow(unused_variables, unused_imports, clippy::too_many_arguments)]
+        #[allow(clippy::too_many_arguments)]
         fn #name<T: ::grad_runtime::Float>(lanes: ::grad_runtime::dsl::Lanes<'_, T>) {
-            use ::grad_runtime::dsl::lanes as l;
             fn forward<T: ::grad_runtime::Float>(out: &mut [T], #(#x: &[T],)* #(#p: T),*) {
                 let n = out.len() #(.min(#x.len()))*;
                 let out = &mut out[..n];
@@ -58,7 +59,7 @@ pub(super) fn kernel(region: &Region, name: &Ident) -> Option<TokenStream> {
                 #(let #d = &mut #d[..n];)*
                 for j in 0..n {
                     #(let #a = #x[j];)*
-                    let (y, g) = (y[j], g[j]);
+                    let (_y, _g) = (y[j], g[j]);
                     #backward
                 }
             }
@@ -105,13 +106,13 @@ fn idents(prefix: &str, n: usize) -> Vec<Ident> {
 /// An operand's value inside the loop.
 fn operand(src: Src) -> Ident {
     match src {
-        Src::Leaf(i) => format_ident!("a{i}"),
-        Src::Param(i) => format_ident!("p{i}"),
-        Src::Step(j) => format_ident!("s{j}"),
+        Src::Leaf(i) => format_ident!("_a{i}"),
+        Src::Param(i) => format_ident!("_p{i}"),
+        Src::Step(j) => format_ident!("_s{j}"),
     }
 }
 
-/// Step `k`'s value from its operands: `s2 = l::tanh(s1)`.
+/// Step `k`'s value from its operands: `_s2 = lanes::tanh(_s1)`.
 fn value(region: &Region, k: usize) -> TokenStream {
     let step = &region.steps[k];
     let a = operand(step.args[0]);
@@ -129,7 +130,7 @@ fn value(region: &Region, k: usize) -> TokenStream {
         StepOp::Call(b) | StepOp::Fold(b) => {
             let f = Ident::new(b.name, Span::call_site());
             let params = step.args[1..].iter().map(|&s| operand(s));
-            quote!(l::#f(#a #(, #params)*))
+            quote!(::grad_runtime::dsl::lanes::#f(#a #(, #params)*))
         }
     }
 }
@@ -138,10 +139,10 @@ fn value(region: &Region, k: usize) -> TokenStream {
 fn forward(region: &Region) -> TokenStream {
     let root = region.steps.len() - 1;
     let steps = (0..=root).map(|k| {
-        let (s, v) = (format_ident!("s{k}"), value(region, k));
+        let (s, v) = (format_ident!("_s{k}"), value(region, k));
         quote!(let #s = #v;)
     });
-    let s_root = format_ident!("s{root}");
+    let s_root = format_ident!("_s{root}");
     quote!(#(#steps)* out[j] = #s_root;)
 }
 
@@ -152,12 +153,12 @@ fn backward(region: &Region) -> Option<TokenStream> {
     let root = region.steps.len() - 1;
     let mut body = TokenStream::new();
     for k in 0..root {
-        let (s, v) = (format_ident!("s{k}"), value(region, k));
+        let (s, v) = (format_ident!("_s{k}"), value(region, k));
         body.extend(quote!(let #s = #v;));
     }
-    let s_root = format_ident!("s{root}");
-    let g_root = format_ident!("g{root}");
-    body.extend(quote!(let #s_root = y; let #g_root = g;));
+    let s_root = format_ident!("_s{root}");
+    let g_root = format_ident!("_g{root}");
+    body.extend(quote!(let #s_root = _y; let #g_root = _g;));
     let mut has_adjoint = vec![false; region.steps.len()];
     has_adjoint[root] = true;
     let mut seen = vec![false; region.leaves.len()];
@@ -166,15 +167,15 @@ fn backward(region: &Region) -> Option<TokenStream> {
             continue;
         }
         let step = &region.steps[k];
-        let (gk, sk) = (format_ident!("g{k}"), format_ident!("s{k}"));
+        let (gk, sk) = (format_ident!("_g{k}"), format_ident!("_s{k}"));
         let a = step.args[0];
         let terms: Vec<(Src, TokenStream)> = match step.op {
             StepOp::Call(b) | StepOp::Fold(b) => {
                 let df = format_ident!("{}_df", b.name);
                 let (x, params) = (operand(a), step.args[1..].iter().map(|&s| operand(s)));
-                vec![(a, quote!(#gk * l::#df(#x, #sk #(, #params)*)))]
+                vec![(a, quote!(#gk * ::grad_runtime::dsl::lanes::#df(#x, #sk #(, #params)*)))]
             }
-            StepOp::Neg => vec![(a, quote!(#gk * l::minus_one::<T>()))],
+            StepOp::Neg => vec![(a, quote!(#gk * ::grad_runtime::dsl::lanes::minus_one::<T>()))],
             StepOp::Binary(op) => {
                 let b = step.args[1];
                 let (va, vb) = (operand(a), operand(b));
@@ -190,7 +191,7 @@ fn backward(region: &Region) -> Option<TokenStream> {
             match src {
                 Src::Step(j) => {
                     has_adjoint[j] = true;
-                    let gj = format_ident!("g{j}");
+                    let gj = format_ident!("_g{j}");
                     body.extend(quote!(let #gj = #term;));
                 }
                 Src::Leaf(i) => {

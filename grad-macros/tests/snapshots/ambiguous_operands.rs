@@ -25,18 +25,17 @@ fn expansion() {
             1,
         );
         #[cfg(not(debug_assertions))]
-        #[allow(unused_variables, unused_imports, clippy::too_many_arguments)]
+        #[allow(clippy::too_many_arguments)]
         fn __grad_kernel_0<T: ::grad_runtime::Float>(
             lanes: ::grad_runtime::dsl::Lanes<'_, T>,
         ) {
-            use ::grad_runtime::dsl::lanes as l;
             fn forward<T: ::grad_runtime::Float>(
                 out: &mut [T],
                 x0: &[T],
                 x1: &[T],
                 x2: &[T],
                 x3: &[T],
-                p0: T,
+                _p0: T,
             ) {
                 let n = out
                     .len()
@@ -50,15 +49,15 @@ fn expansion() {
                 let x2 = &x2[..n];
                 let x3 = &x3[..n];
                 for j in 0..n {
-                    let a0 = x0[j];
-                    let a1 = x1[j];
-                    let a2 = x2[j];
-                    let a3 = x3[j];
-                    let s0 = a0 * a1;
-                    let s1 = s0 + a2;
-                    let s2 = a3 / p0;
-                    let s3 = s1 - s2;
-                    out[j] = s3;
+                    let _a0 = x0[j];
+                    let _a1 = x1[j];
+                    let _a2 = x2[j];
+                    let _a3 = x3[j];
+                    let _s0 = _a0 * _a1;
+                    let _s1 = _s0 + _a2;
+                    let _s2 = _a3 / _p0;
+                    let _s3 = _s1 - _s2;
+                    out[j] = _s3;
                 }
             }
             fn backward<T: ::grad_runtime::Float>(
@@ -72,7 +71,7 @@ fn expansion() {
                 x3: &[T],
                 y: &[T],
                 g: &[T],
-                p0: T,
+                _p0: T,
             ) {
                 let n = y
                     .len()
@@ -95,23 +94,23 @@ fn expansion() {
                 let d2 = &mut d2[..n];
                 let d3 = &mut d3[..n];
                 for j in 0..n {
-                    let a0 = x0[j];
-                    let a1 = x1[j];
-                    let a2 = x2[j];
-                    let a3 = x3[j];
-                    let (y, g) = (y[j], g[j]);
-                    let s0 = a0 * a1;
-                    let s1 = s0 + a2;
-                    let s2 = a3 / p0;
-                    let s3 = y;
-                    let g3 = g;
-                    let g1 = g3;
-                    let g2 = -g3;
-                    let e3 = g2 / p0;
-                    let g0 = g1;
-                    let e2 = g1;
-                    let e0 = g0 * a1;
-                    let e1 = g0 * a0;
+                    let _a0 = x0[j];
+                    let _a1 = x1[j];
+                    let _a2 = x2[j];
+                    let _a3 = x3[j];
+                    let (_y, _g) = (y[j], g[j]);
+                    let _s0 = _a0 * _a1;
+                    let _s1 = _s0 + _a2;
+                    let _s2 = _a3 / _p0;
+                    let _s3 = _y;
+                    let _g3 = _g;
+                    let _g1 = _g3;
+                    let _g2 = -_g3;
+                    let e3 = _g2 / _p0;
+                    let _g0 = _g1;
+                    let e2 = _g1;
+                    let e0 = _g0 * _a1;
+                    let e1 = _g0 * _a0;
                     d0[j] = e0;
                     d1[j] = e1;
                     d2[j] = e2;
@@ -120,13 +119,13 @@ fn expansion() {
             }
             match lanes {
                 ::grad_runtime::dsl::Lanes::Forward { x, p, out } => {
-                    if let ([x0, x1, x2, x3], &[p0]) = (x, p) {
-                        forward(out, x0, x1, x2, x3, p0);
+                    if let ([x0, x1, x2, x3], &[_p0]) = (x, p) {
+                        forward(out, x0, x1, x2, x3, _p0);
                     }
                 }
                 ::grad_runtime::dsl::Lanes::Backward { x, p, y, g, d } => {
-                    if let ([x0, x1, x2, x3], &[p0], [d0, d1, d2, d3]) = (x, p, d) {
-                        backward(d0, d1, d2, d3, x0, x1, x2, x3, y, g, p0);
+                    if let ([x0, x1, x2, x3], &[_p0], [d0, d1, d2, d3]) = (x, p, d) {
+                        backward(d0, d1, d2, d3, x0, x1, x2, x3, y, g, _p0);
                     }
                 }
             }

@@ -15,22 +15,21 @@ fn expansion() {
             0,
         );
         #[cfg(not(debug_assertions))]
-        #[allow(unused_variables, unused_imports, clippy::too_many_arguments)]
+        #[allow(clippy::too_many_arguments)]
         fn __grad_kernel_0<T: ::grad_runtime::Float>(
             lanes: ::grad_runtime::dsl::Lanes<'_, T>,
         ) {
-            use ::grad_runtime::dsl::lanes as l;
             fn forward<T: ::grad_runtime::Float>(out: &mut [T], x0: &[T], x1: &[T]) {
                 let n = out.len().min(x0.len()).min(x1.len());
                 let out = &mut out[..n];
                 let x0 = &x0[..n];
                 let x1 = &x1[..n];
                 for j in 0..n {
-                    let a0 = x0[j];
-                    let a1 = x1[j];
-                    let s0 = a0 + a1;
-                    let s1 = l::relu(s0);
-                    out[j] = s1;
+                    let _a0 = x0[j];
+                    let _a1 = x1[j];
+                    let _s0 = _a0 + _a1;
+                    let _s1 = ::grad_runtime::dsl::lanes::relu(_s0);
+                    out[j] = _s1;
                 }
             }
             fn backward<T: ::grad_runtime::Float>(
@@ -54,15 +53,15 @@ fn expansion() {
                 let d0 = &mut d0[..n];
                 let d1 = &mut d1[..n];
                 for j in 0..n {
-                    let a0 = x0[j];
-                    let a1 = x1[j];
-                    let (y, g) = (y[j], g[j]);
-                    let s0 = a0 + a1;
-                    let s1 = y;
-                    let g1 = g;
-                    let g0 = g1 * l::relu_df(s0, s1);
-                    let e0 = g0;
-                    let e1 = g0;
+                    let _a0 = x0[j];
+                    let _a1 = x1[j];
+                    let (_y, _g) = (y[j], g[j]);
+                    let _s0 = _a0 + _a1;
+                    let _s1 = _y;
+                    let _g1 = _g;
+                    let _g0 = _g1 * ::grad_runtime::dsl::lanes::relu_df(_s0, _s1);
+                    let e0 = _g0;
+                    let e1 = _g0;
                     d0[j] = e0;
                     d1[j] = e1;
                 }
@@ -108,20 +107,19 @@ fn expansion() {
             1,
         );
         #[cfg(not(debug_assertions))]
-        #[allow(unused_variables, unused_imports, clippy::too_many_arguments)]
+        #[allow(clippy::too_many_arguments)]
         fn __grad_kernel_1<T: ::grad_runtime::Float>(
             lanes: ::grad_runtime::dsl::Lanes<'_, T>,
         ) {
-            use ::grad_runtime::dsl::lanes as l;
-            fn forward<T: ::grad_runtime::Float>(out: &mut [T], x0: &[T], p0: T) {
+            fn forward<T: ::grad_runtime::Float>(out: &mut [T], x0: &[T], _p0: T) {
                 let n = out.len().min(x0.len());
                 let out = &mut out[..n];
                 let x0 = &x0[..n];
                 for j in 0..n {
-                    let a0 = x0[j];
-                    let s0 = l::exp(a0);
-                    let s1 = s0 + p0;
-                    out[j] = s1;
+                    let _a0 = x0[j];
+                    let _s0 = ::grad_runtime::dsl::lanes::exp(_a0);
+                    let _s1 = _s0 + _p0;
+                    out[j] = _s1;
                 }
             }
             fn backward<T: ::grad_runtime::Float>(
@@ -129,32 +127,32 @@ fn expansion() {
                 x0: &[T],
                 y: &[T],
                 g: &[T],
-                p0: T,
+                _p0: T,
             ) {
                 let n = y.len().min(g.len()).min(x0.len()).min(d0.len());
                 let (y, g) = (&y[..n], &g[..n]);
                 let x0 = &x0[..n];
                 let d0 = &mut d0[..n];
                 for j in 0..n {
-                    let a0 = x0[j];
-                    let (y, g) = (y[j], g[j]);
-                    let s0 = l::exp(a0);
-                    let s1 = y;
-                    let g1 = g;
-                    let g0 = g1;
-                    let e0 = g0 * l::exp_df(a0, s0);
+                    let _a0 = x0[j];
+                    let (_y, _g) = (y[j], g[j]);
+                    let _s0 = ::grad_runtime::dsl::lanes::exp(_a0);
+                    let _s1 = _y;
+                    let _g1 = _g;
+                    let _g0 = _g1;
+                    let e0 = _g0 * ::grad_runtime::dsl::lanes::exp_df(_a0, _s0);
                     d0[j] = e0;
                 }
             }
             match lanes {
                 ::grad_runtime::dsl::Lanes::Forward { x, p, out } => {
-                    if let ([x0], &[p0]) = (x, p) {
-                        forward(out, x0, p0);
+                    if let ([x0], &[_p0]) = (x, p) {
+                        forward(out, x0, _p0);
                     }
                 }
                 ::grad_runtime::dsl::Lanes::Backward { x, p, y, g, d } => {
-                    if let ([x0], &[p0], [d0]) = (x, p, d) {
-                        backward(d0, x0, y, g, p0);
+                    if let ([x0], &[_p0], [d0]) = (x, p, d) {
+                        backward(d0, x0, y, g, _p0);
                     }
                 }
             }

@@ -27,30 +27,29 @@ fn expansion() {
             4,
         );
         #[cfg(not(debug_assertions))]
-        #[allow(unused_variables, unused_imports, clippy::too_many_arguments)]
+        #[allow(clippy::too_many_arguments)]
         fn __grad_kernel_0<T: ::grad_runtime::Float>(
             lanes: ::grad_runtime::dsl::Lanes<'_, T>,
         ) {
-            use ::grad_runtime::dsl::lanes as l;
             fn forward<T: ::grad_runtime::Float>(
                 out: &mut [T],
                 x0: &[T],
-                p0: T,
-                p1: T,
-                p2: T,
-                p3: T,
+                _p0: T,
+                _p1: T,
+                _p2: T,
+                _p3: T,
             ) {
                 let n = out.len().min(x0.len());
                 let out = &mut out[..n];
                 let x0 = &x0[..n];
                 for j in 0..n {
-                    let a0 = x0[j];
-                    let s0 = l::pow(a0, p0);
-                    let s1 = l::leaky_relu(a0, p1);
-                    let s2 = s0 * s1;
-                    let s3 = l::clamp(a0, p2, p3);
-                    let s4 = s2 + s3;
-                    out[j] = s4;
+                    let _a0 = x0[j];
+                    let _s0 = ::grad_runtime::dsl::lanes::pow(_a0, _p0);
+                    let _s1 = ::grad_runtime::dsl::lanes::leaky_relu(_a0, _p1);
+                    let _s2 = _s0 * _s1;
+                    let _s3 = ::grad_runtime::dsl::lanes::clamp(_a0, _p2, _p3);
+                    let _s4 = _s2 + _s3;
+                    out[j] = _s4;
                 }
             }
             fn backward<T: ::grad_runtime::Float>(
@@ -58,43 +57,46 @@ fn expansion() {
                 x0: &[T],
                 y: &[T],
                 g: &[T],
-                p0: T,
-                p1: T,
-                p2: T,
-                p3: T,
+                _p0: T,
+                _p1: T,
+                _p2: T,
+                _p3: T,
             ) {
                 let n = y.len().min(g.len()).min(x0.len()).min(d0.len());
                 let (y, g) = (&y[..n], &g[..n]);
                 let x0 = &x0[..n];
                 let d0 = &mut d0[..n];
                 for j in 0..n {
-                    let a0 = x0[j];
-                    let (y, g) = (y[j], g[j]);
-                    let s0 = l::pow(a0, p0);
-                    let s1 = l::leaky_relu(a0, p1);
-                    let s2 = s0 * s1;
-                    let s3 = l::clamp(a0, p2, p3);
-                    let s4 = y;
-                    let g4 = g;
-                    let g2 = g4;
-                    let g3 = g4;
-                    let e0 = g3 * l::clamp_df(a0, s3, p2, p3);
-                    let g0 = g2 * s1;
-                    let g1 = g2 * s0;
-                    let e0 = e0 + g1 * l::leaky_relu_df(a0, s1, p1);
-                    let e0 = e0 + g0 * l::pow_df(a0, s0, p0);
+                    let _a0 = x0[j];
+                    let (_y, _g) = (y[j], g[j]);
+                    let _s0 = ::grad_runtime::dsl::lanes::pow(_a0, _p0);
+                    let _s1 = ::grad_runtime::dsl::lanes::leaky_relu(_a0, _p1);
+                    let _s2 = _s0 * _s1;
+                    let _s3 = ::grad_runtime::dsl::lanes::clamp(_a0, _p2, _p3);
+                    let _s4 = _y;
+                    let _g4 = _g;
+                    let _g2 = _g4;
+                    let _g3 = _g4;
+                    let e0 = _g3
+                        * ::grad_runtime::dsl::lanes::clamp_df(_a0, _s3, _p2, _p3);
+                    let _g0 = _g2 * _s1;
+                    let _g1 = _g2 * _s0;
+                    let e0 = e0
+                        + _g1 * ::grad_runtime::dsl::lanes::leaky_relu_df(_a0, _s1, _p1);
+                    let e0 = e0
+                        + _g0 * ::grad_runtime::dsl::lanes::pow_df(_a0, _s0, _p0);
                     d0[j] = e0;
                 }
             }
             match lanes {
                 ::grad_runtime::dsl::Lanes::Forward { x, p, out } => {
-                    if let ([x0], &[p0, p1, p2, p3]) = (x, p) {
-                        forward(out, x0, p0, p1, p2, p3);
+                    if let ([x0], &[_p0, _p1, _p2, _p3]) = (x, p) {
+                        forward(out, x0, _p0, _p1, _p2, _p3);
                     }
                 }
                 ::grad_runtime::dsl::Lanes::Backward { x, p, y, g, d } => {
-                    if let ([x0], &[p0, p1, p2, p3], [d0]) = (x, p, d) {
-                        backward(d0, x0, y, g, p0, p1, p2, p3);
+                    if let ([x0], &[_p0, _p1, _p2, _p3], [d0]) = (x, p, d) {
+                        backward(d0, x0, y, g, _p0, _p1, _p2, _p3);
                     }
                 }
             }
@@ -176,21 +178,20 @@ fn expansion() {
             0,
         );
         #[cfg(not(debug_assertions))]
-        #[allow(unused_variables, unused_imports, clippy::too_many_arguments)]
+        #[allow(clippy::too_many_arguments)]
         fn __grad_kernel_2<T: ::grad_runtime::Float>(
             lanes: ::grad_runtime::dsl::Lanes<'_, T>,
         ) {
-            use ::grad_runtime::dsl::lanes as l;
             fn forward<T: ::grad_runtime::Float>(out: &mut [T], x0: &[T]) {
                 let n = out.len().min(x0.len());
                 let out = &mut out[..n];
                 let x0 = &x0[..n];
                 for j in 0..n {
-                    let a0 = x0[j];
-                    let s0 = -a0;
-                    let s1 = l::tanh(s0);
-                    let s2 = l::relu(s1);
-                    out[j] = s2;
+                    let _a0 = x0[j];
+                    let _s0 = -_a0;
+                    let _s1 = ::grad_runtime::dsl::lanes::tanh(_s0);
+                    let _s2 = ::grad_runtime::dsl::lanes::relu(_s1);
+                    out[j] = _s2;
                 }
             }
             fn backward<T: ::grad_runtime::Float>(
@@ -204,15 +205,15 @@ fn expansion() {
                 let x0 = &x0[..n];
                 let d0 = &mut d0[..n];
                 for j in 0..n {
-                    let a0 = x0[j];
-                    let (y, g) = (y[j], g[j]);
-                    let s0 = -a0;
-                    let s1 = l::tanh(s0);
-                    let s2 = y;
-                    let g2 = g;
-                    let g1 = g2 * l::relu_df(s1, s2);
-                    let g0 = g1 * l::tanh_df(s0, s1);
-                    let e0 = g0 * l::minus_one::<T>();
+                    let _a0 = x0[j];
+                    let (_y, _g) = (y[j], g[j]);
+                    let _s0 = -_a0;
+                    let _s1 = ::grad_runtime::dsl::lanes::tanh(_s0);
+                    let _s2 = _y;
+                    let _g2 = _g;
+                    let _g1 = _g2 * ::grad_runtime::dsl::lanes::relu_df(_s1, _s2);
+                    let _g0 = _g1 * ::grad_runtime::dsl::lanes::tanh_df(_s0, _s1);
+                    let e0 = _g0 * ::grad_runtime::dsl::lanes::minus_one::<T>();
                     d0[j] = e0;
                 }
             }

@@ -19,21 +19,25 @@ fn expansion() {
             2,
         );
         #[cfg(not(debug_assertions))]
-        #[allow(unused_variables, unused_imports, clippy::too_many_arguments)]
+        #[allow(clippy::too_many_arguments)]
         fn __grad_kernel_0<T: ::grad_runtime::Float>(
             lanes: ::grad_runtime::dsl::Lanes<'_, T>,
         ) {
-            use ::grad_runtime::dsl::lanes as l;
-            fn forward<T: ::grad_runtime::Float>(out: &mut [T], x0: &[T], p0: T, p1: T) {
+            fn forward<T: ::grad_runtime::Float>(
+                out: &mut [T],
+                x0: &[T],
+                _p0: T,
+                _p1: T,
+            ) {
                 let n = out.len().min(x0.len());
                 let out = &mut out[..n];
                 let x0 = &x0[..n];
                 for j in 0..n {
-                    let a0 = x0[j];
-                    let s0 = a0 * p0;
-                    let s1 = s0 + p1;
-                    let s2 = l::tanh(s1);
-                    out[j] = s2;
+                    let _a0 = x0[j];
+                    let _s0 = _a0 * _p0;
+                    let _s1 = _s0 + _p1;
+                    let _s2 = ::grad_runtime::dsl::lanes::tanh(_s1);
+                    out[j] = _s2;
                 }
             }
             fn backward<T: ::grad_runtime::Float>(
@@ -41,35 +45,35 @@ fn expansion() {
                 x0: &[T],
                 y: &[T],
                 g: &[T],
-                p0: T,
-                p1: T,
+                _p0: T,
+                _p1: T,
             ) {
                 let n = y.len().min(g.len()).min(x0.len()).min(d0.len());
                 let (y, g) = (&y[..n], &g[..n]);
                 let x0 = &x0[..n];
                 let d0 = &mut d0[..n];
                 for j in 0..n {
-                    let a0 = x0[j];
-                    let (y, g) = (y[j], g[j]);
-                    let s0 = a0 * p0;
-                    let s1 = s0 + p1;
-                    let s2 = y;
-                    let g2 = g;
-                    let g1 = g2 * l::tanh_df(s1, s2);
-                    let g0 = g1;
-                    let e0 = g0 * p0;
+                    let _a0 = x0[j];
+                    let (_y, _g) = (y[j], g[j]);
+                    let _s0 = _a0 * _p0;
+                    let _s1 = _s0 + _p1;
+                    let _s2 = _y;
+                    let _g2 = _g;
+                    let _g1 = _g2 * ::grad_runtime::dsl::lanes::tanh_df(_s1, _s2);
+                    let _g0 = _g1;
+                    let e0 = _g0 * _p0;
                     d0[j] = e0;
                 }
             }
             match lanes {
                 ::grad_runtime::dsl::Lanes::Forward { x, p, out } => {
-                    if let ([x0], &[p0, p1]) = (x, p) {
-                        forward(out, x0, p0, p1);
+                    if let ([x0], &[_p0, _p1]) = (x, p) {
+                        forward(out, x0, _p0, _p1);
                     }
                 }
                 ::grad_runtime::dsl::Lanes::Backward { x, p, y, g, d } => {
-                    if let ([x0], &[p0, p1], [d0]) = (x, p, d) {
-                        backward(d0, x0, y, g, p0, p1);
+                    if let ([x0], &[_p0, _p1], [d0]) = (x, p, d) {
+                        backward(d0, x0, y, g, _p0, _p1);
                     }
                 }
             }

@@ -29,17 +29,16 @@ fn expansion() {
             1,
         );
         #[cfg(not(debug_assertions))]
-        #[allow(unused_variables, unused_imports, clippy::too_many_arguments)]
+        #[allow(clippy::too_many_arguments)]
         fn __grad_kernel_0<T: ::grad_runtime::Float>(
             lanes: ::grad_runtime::dsl::Lanes<'_, T>,
         ) {
-            use ::grad_runtime::dsl::lanes as l;
             fn forward<T: ::grad_runtime::Float>(
                 out: &mut [T],
                 x0: &[T],
                 x1: &[T],
                 x2: &[T],
-                p0: T,
+                _p0: T,
             ) {
                 let n = out.len().min(x0.len()).min(x1.len()).min(x2.len());
                 let out = &mut out[..n];
@@ -47,15 +46,15 @@ fn expansion() {
                 let x1 = &x1[..n];
                 let x2 = &x2[..n];
                 for j in 0..n {
-                    let a0 = x0[j];
-                    let a1 = x1[j];
-                    let a2 = x2[j];
-                    let s0 = a0 + a1;
-                    let s1 = l::sigmoid(s0);
-                    let s2 = s1 * a2;
-                    let s3 = a0 / p0;
-                    let s4 = s2 - s3;
-                    out[j] = s4;
+                    let _a0 = x0[j];
+                    let _a1 = x1[j];
+                    let _a2 = x2[j];
+                    let _s0 = _a0 + _a1;
+                    let _s1 = ::grad_runtime::dsl::lanes::sigmoid(_s0);
+                    let _s2 = _s1 * _a2;
+                    let _s3 = _a0 / _p0;
+                    let _s4 = _s2 - _s3;
+                    out[j] = _s4;
                 }
             }
             fn backward<T: ::grad_runtime::Float>(
@@ -67,7 +66,7 @@ fn expansion() {
                 x2: &[T],
                 y: &[T],
                 g: &[T],
-                p0: T,
+                _p0: T,
             ) {
                 let n = y
                     .len()
@@ -86,24 +85,24 @@ fn expansion() {
                 let d1 = &mut d1[..n];
                 let d2 = &mut d2[..n];
                 for j in 0..n {
-                    let a0 = x0[j];
-                    let a1 = x1[j];
-                    let a2 = x2[j];
-                    let (y, g) = (y[j], g[j]);
-                    let s0 = a0 + a1;
-                    let s1 = l::sigmoid(s0);
-                    let s2 = s1 * a2;
-                    let s3 = a0 / p0;
-                    let s4 = y;
-                    let g4 = g;
-                    let g2 = g4;
-                    let g3 = -g4;
-                    let e0 = g3 / p0;
-                    let g1 = g2 * a2;
-                    let e2 = g2 * s1;
-                    let g0 = g1 * l::sigmoid_df(s0, s1);
-                    let e0 = e0 + g0;
-                    let e1 = g0;
+                    let _a0 = x0[j];
+                    let _a1 = x1[j];
+                    let _a2 = x2[j];
+                    let (_y, _g) = (y[j], g[j]);
+                    let _s0 = _a0 + _a1;
+                    let _s1 = ::grad_runtime::dsl::lanes::sigmoid(_s0);
+                    let _s2 = _s1 * _a2;
+                    let _s3 = _a0 / _p0;
+                    let _s4 = _y;
+                    let _g4 = _g;
+                    let _g2 = _g4;
+                    let _g3 = -_g4;
+                    let e0 = _g3 / _p0;
+                    let _g1 = _g2 * _a2;
+                    let e2 = _g2 * _s1;
+                    let _g0 = _g1 * ::grad_runtime::dsl::lanes::sigmoid_df(_s0, _s1);
+                    let e0 = e0 + _g0;
+                    let e1 = _g0;
                     d0[j] = e0;
                     d1[j] = e1;
                     d2[j] = e2;
@@ -111,13 +110,13 @@ fn expansion() {
             }
             match lanes {
                 ::grad_runtime::dsl::Lanes::Forward { x, p, out } => {
-                    if let ([x0, x1, x2], &[p0]) = (x, p) {
-                        forward(out, x0, x1, x2, p0);
+                    if let ([x0, x1, x2], &[_p0]) = (x, p) {
+                        forward(out, x0, x1, x2, _p0);
                     }
                 }
                 ::grad_runtime::dsl::Lanes::Backward { x, p, y, g, d } => {
-                    if let ([x0, x1, x2], &[p0], [d0, d1, d2]) = (x, p, d) {
-                        backward(d0, d1, d2, x0, x1, x2, y, g, p0);
+                    if let ([x0, x1, x2], &[_p0], [d0, d1, d2]) = (x, p, d) {
+                        backward(d0, d1, d2, x0, x1, x2, y, g, _p0);
                     }
                 }
             }

@@ -29,11 +29,10 @@ fn expansion() {
             0,
         );
         #[cfg(not(debug_assertions))]
-        #[allow(unused_variables, unused_imports, clippy::too_many_arguments)]
+        #[allow(clippy::too_many_arguments)]
         fn __grad_kernel_0<T: ::grad_runtime::Float>(
             lanes: ::grad_runtime::dsl::Lanes<'_, T>,
         ) {
-            use ::grad_runtime::dsl::lanes as l;
             fn forward<T: ::grad_runtime::Float>(
                 out: &mut [T],
                 x0: &[T],
@@ -56,17 +55,17 @@ fn expansion() {
                 let x3 = &x3[..n];
                 let x4 = &x4[..n];
                 for j in 0..n {
-                    let a0 = x0[j];
-                    let a1 = x1[j];
-                    let a2 = x2[j];
-                    let a3 = x3[j];
-                    let a4 = x4[j];
-                    let s0 = a0 + a1;
-                    let s1 = -a2;
-                    let s2 = s1 / a3;
-                    let s3 = s0 - s2;
-                    let s4 = s3 - a4;
-                    out[j] = s4;
+                    let _a0 = x0[j];
+                    let _a1 = x1[j];
+                    let _a2 = x2[j];
+                    let _a3 = x3[j];
+                    let _a4 = x4[j];
+                    let _s0 = _a0 + _a1;
+                    let _s1 = -_a2;
+                    let _s2 = _s1 / _a3;
+                    let _s3 = _s0 - _s2;
+                    let _s4 = _s3 - _a4;
+                    out[j] = _s4;
                 }
             }
             fn backward<T: ::grad_runtime::Float>(
@@ -108,27 +107,27 @@ fn expansion() {
                 let d3 = &mut d3[..n];
                 let d4 = &mut d4[..n];
                 for j in 0..n {
-                    let a0 = x0[j];
-                    let a1 = x1[j];
-                    let a2 = x2[j];
-                    let a3 = x3[j];
-                    let a4 = x4[j];
-                    let (y, g) = (y[j], g[j]);
-                    let s0 = a0 + a1;
-                    let s1 = -a2;
-                    let s2 = s1 / a3;
-                    let s3 = s0 - s2;
-                    let s4 = y;
-                    let g4 = g;
-                    let g3 = g4;
-                    let e4 = -g4;
-                    let g0 = g3;
-                    let g2 = -g3;
-                    let g1 = g2 / a3;
-                    let e3 = -g2 * (s2 / a3);
-                    let e2 = g1 * l::minus_one::<T>();
-                    let e0 = g0;
-                    let e1 = g0;
+                    let _a0 = x0[j];
+                    let _a1 = x1[j];
+                    let _a2 = x2[j];
+                    let _a3 = x3[j];
+                    let _a4 = x4[j];
+                    let (_y, _g) = (y[j], g[j]);
+                    let _s0 = _a0 + _a1;
+                    let _s1 = -_a2;
+                    let _s2 = _s1 / _a3;
+                    let _s3 = _s0 - _s2;
+                    let _s4 = _y;
+                    let _g4 = _g;
+                    let _g3 = _g4;
+                    let e4 = -_g4;
+                    let _g0 = _g3;
+                    let _g2 = -_g3;
+                    let _g1 = _g2 / _a3;
+                    let e3 = -_g2 * (_s2 / _a3);
+                    let e2 = _g1 * ::grad_runtime::dsl::lanes::minus_one::<T>();
+                    let e0 = _g0;
+                    let e1 = _g0;
                     d0[j] = e0;
                     d1[j] = e1;
                     d2[j] = e2;

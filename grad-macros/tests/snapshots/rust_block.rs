@@ -15,11 +15,10 @@ fn expansion() {
             0,
         );
         #[cfg(not(debug_assertions))]
-        #[allow(unused_variables, unused_imports, clippy::too_many_arguments)]
+        #[allow(clippy::too_many_arguments)]
         fn __grad_kernel_0<T: ::grad_runtime::Float>(
             lanes: ::grad_runtime::dsl::Lanes<'_, T>,
         ) {
-            use ::grad_runtime::dsl::lanes as l;
             fn forward<T: ::grad_runtime::Float>(
                 out: &mut [T],
                 x0: &[T],
@@ -32,12 +31,12 @@ fn expansion() {
                 let x1 = &x1[..n];
                 let x2 = &x2[..n];
                 for j in 0..n {
-                    let a0 = x0[j];
-                    let a1 = x1[j];
-                    let a2 = x2[j];
-                    let s0 = a0 * a1;
-                    let s1 = s0 + a2;
-                    out[j] = s1;
+                    let _a0 = x0[j];
+                    let _a1 = x1[j];
+                    let _a2 = x2[j];
+                    let _s0 = _a0 * _a1;
+                    let _s1 = _s0 + _a2;
+                    out[j] = _s1;
                 }
             }
             fn backward<T: ::grad_runtime::Float>(
@@ -67,17 +66,17 @@ fn expansion() {
                 let d1 = &mut d1[..n];
                 let d2 = &mut d2[..n];
                 for j in 0..n {
-                    let a0 = x0[j];
-                    let a1 = x1[j];
-                    let a2 = x2[j];
-                    let (y, g) = (y[j], g[j]);
-                    let s0 = a0 * a1;
-                    let s1 = y;
-                    let g1 = g;
-                    let g0 = g1;
-                    let e2 = g1;
-                    let e0 = g0 * a1;
-                    let e1 = g0 * a0;
+                    let _a0 = x0[j];
+                    let _a1 = x1[j];
+                    let _a2 = x2[j];
+                    let (_y, _g) = (y[j], g[j]);
+                    let _s0 = _a0 * _a1;
+                    let _s1 = _y;
+                    let _g1 = _g;
+                    let _g0 = _g1;
+                    let e2 = _g1;
+                    let e0 = _g0 * _a1;
+                    let e1 = _g0 * _a0;
                     d0[j] = e0;
                     d1[j] = e1;
                     d2[j] = e2;
