@@ -626,6 +626,9 @@ impl<T: Float> Tape<T> {
 
     /// The buffer of an output of `shape` and `len` elements (or the error
     /// of its size check), or `None` after recording why there is none.
+    /// Always inlined, so that the tensor is not read back from a callee's
+    /// stores; its failure is a call of its own, so that the code inlined
+    /// into every op stays small.
     #[inline(always)]
     fn take_output(
         &mut self,
@@ -635,17 +638,32 @@ impl<T: Float> Tape<T> {
         inputs: &[NodeId],
         location: &'static Location<'static>,
     ) -> Option<Tensor<T>> {
-        let data = len.and_then(|len| {
-            let refused = || ErrorKind::TooLarge { shape: shape.slice().to_vec(), reason: ALLOCATION };
-            self.pool.try_take(len).ok_or_else(refused)
-        });
+        let data = match len {
+            Ok(len) => self.pool.try_take(len),
+            Err(_) => None,
+        };
         match data {
-            Ok(data) => Some(Tensor::new(shape, data)),
-            Err(kind) => {
-                self.fail(op, kind, inputs, location);
-                None
-            }
+            Some(data) => Some(Tensor::new(shape, data)),
+            None => self.refuse_output(op, shape, len, inputs, location),
         }
+    }
+
+    /// [`take_output`](Tape::take_output)'s failure: the size check's
+    /// error, or the refused allocation, recorded.
+    #[cold]
+    #[inline(never)]
+    fn refuse_output(
+        &mut self,
+        op: &'static str,
+        shape: IxDyn,
+        len: Result<usize, ErrorKind>,
+        inputs: &[NodeId],
+        location: &'static Location<'static>,
+    ) -> Option<Tensor<T>> {
+        let kind =
+            len.err().unwrap_or_else(|| ErrorKind::TooLarge { shape: shape.slice().to_vec(), reason: ALLOCATION });
+        self.fail(op, kind, inputs, location);
+        None
     }
 
     /// A constant of `shape` whose elements `fill` writes (they start
