@@ -8,10 +8,19 @@ use std::sync::OnceLock;
 /// The L1 data cache assumed when the system does not report one.
 const DEFAULT_L1D: usize = 32 * 1024;
 
+/// The L2 cache assumed when the system does not report one.
+const DEFAULT_L2: usize = 512 * 1024;
+
 /// Bytes of one core's L1 data cache.
 pub(crate) fn l1d_bytes() -> usize {
     static L1D: OnceLock<usize> = OnceLock::new();
     *L1D.get_or_init(|| reported(1, "Data").unwrap_or(DEFAULT_L1D))
+}
+
+/// Bytes of one core's L2 cache (unified, or its data part).
+pub(crate) fn l2_bytes() -> usize {
+    static L2: OnceLock<usize> = OnceLock::new();
+    *L2.get_or_init(|| reported(2, "Unified").or_else(|| reported(2, "Data")).unwrap_or(DEFAULT_L2))
 }
 
 /// The size of the cache of `level` and `kind` of CPU 0, from Linux's
@@ -64,5 +73,12 @@ mod tests {
     fn the_l1d_is_plausible() {
         let b = l1d_bytes();
         assert!((1 << 10..=1 << 30).contains(&b), "{b}");
+    }
+
+    #[test]
+    fn the_l2_is_plausible_and_larger_than_the_l1d() {
+        let b = l2_bytes();
+        assert!((1 << 10..=1 << 30).contains(&b), "{b}");
+        assert!(b > l1d_bytes(), "{b}");
     }
 }

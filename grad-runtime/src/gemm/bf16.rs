@@ -274,7 +274,13 @@ impl Micro<f32> for Dot {
         pack_pairs::<R>(x, pc, kc, first_panel, packed);
     }
 
-    fn tile<const MR: usize, const NR: usize>(pairs: usize, a: &[f32], b: &[f32], tile: &mut [[f32; NR]; MR]) {
+    fn tile<const MR: usize, const NR: usize>(
+        pairs: usize,
+        a: &[f32],
+        b: &[f32],
+        tile: &mut [[f32; NR]; MR],
+        carry: bool,
+    ) {
         assert!(NR == 32, "the vdpbf16ps kernel is 32 columns wide");
         #[cfg(target_arch = "x86_64")]
         if simd::has_bf16_dot() {
@@ -283,12 +289,12 @@ impl Micro<f32> for Dot {
             // exists here.
             #[allow(unsafe_code)]
             unsafe {
-                dot::tile::<MR>(pairs, a, b, tile.as_flattened_mut())
+                dot::tile::<MR>(pairs, a, b, tile.as_flattened_mut(), carry)
             };
             return;
         }
         #[cfg(not(target_arch = "x86_64"))]
-        let _ = (pairs, a, b, tile);
+        let _ = (pairs, a, b, tile, carry);
         panic!("this CPU has no AVX512-BF16: the bf16 products take Path::Emulated");
     }
 }
@@ -307,8 +313,14 @@ impl Micro<f32> for Emulated {
         pack_pairs::<R>(x, pc, kc, first_panel, packed);
     }
 
-    fn tile<const MR: usize, const NR: usize>(pairs: usize, a: &[f32], b: &[f32], tile: &mut [[f32; NR]; MR]) {
-        emulated_tile::<MR, NR>(pairs, a, b, tile);
+    fn tile<const MR: usize, const NR: usize>(
+        pairs: usize,
+        a: &[f32],
+        b: &[f32],
+        tile: &mut [[f32; NR]; MR],
+        carry: bool,
+    ) {
+        emulated_tile::<MR, NR>(pairs, a, b, tile, carry);
     }
 }
 
@@ -321,7 +333,7 @@ fn flush(x: f32) -> f32 {
 
 simd::multiversion! {
     /// The `MR × NR` tile of packed panels of `pairs` words per row, from
-    /// zero: for each word, the high halves' product then the low halves',
+    /// zero or (when `carry`) from the sums in `tile`: for each word, the high halves' product then the low halves',
     /// each one fused multiply-add flushed as `vdpbf16ps` flushes. (The
     /// operands need no flush: packing never leaves a denormal.)
     fn emulated_tile[const MR: usize, const NR: usize][MR, NR](
@@ -329,8 +341,9 @@ simd::multiversion! {
         a: &[f32],
         b: &[f32],
         tile: &mut [[f32; NR]; MR],
+        carry: bool,
     ) {
-        let mut acc = [[0.0f32; NR]; MR];
+        let mut acc = if carry { *tile } else { [[0.0f32; NR]; MR] };
         for (a, b) in a[..pairs * MR].chunks_exact(MR).zip(b[..pairs * NR].chunks_exact(NR)) {
             let (mut b_lo, mut b_hi) = ([0.0f32; NR], [0.0f32; NR]);
             for j in 0..NR {
@@ -475,7 +488,7 @@ mod dot {
     }
 
     /// The `MR × 32` tile (row-major in `tile`) of packed panels of `pairs`
-    /// words per row, from zero: per word of `a` (broadcast) and the 32
+    /// words per row, from zero or (when `carry`) from the sums in `tile`: per word of `a` (broadcast) and the 32
     /// words of `b`, two `vdpbf16ps`. Registers: `2·MR` accumulators, two
     /// words of `b` and one of `a` (27 of 32 for `MR = 12`).
     ///
@@ -484,8 +497,13 @@ mod dot {
     /// The CPU must support AVX-512F and AVX512-BF16. (Every memory access
     /// is bounds-checked: the slices are cut to their lengths first.)
     #[target_feature(enable = "avx512f,avx512bf16")]
-    pub(super) unsafe fn tile<const MR: usize>(pairs: usize, a: &[f32], b: &[f32], tile: &mut [f32]) {
+    pub(super) unsafe fn tile<const MR: usize>(pairs: usize, a: &[f32], b: &[f32], tile: &mut [f32], carry: bool) {
         let mut acc = [[_mm512_setzero_ps(); 2]; MR];
+        if carry {
+            for (row, acc) in tile[..MR * 32].chunks_exact(32).zip(&mut acc) {
+                *acc = [load(&row[..16]), load(&row[16..])];
+            }
+        }
         for (a, b) in a[..pairs * MR].chunks_exact(MR).zip(b[..pairs * 32].chunks_exact(32)) {
             let (b0, b1) = (bf16s(load(&b[..16])), bf16s(load(&b[16..])));
             for (acc, &a) in acc.iter_mut().zip(a) {

@@ -7,17 +7,20 @@ simd::multiversion! {
     /// The `MR × NR` product of a packed `a` panel (for each depth `p`, the
     /// panel's `MR` values of column `p`) and a packed `b` panel (for each
     /// `p`, its `NR` values of row `p`), summed over `kc` with one fused
-    /// multiply-add per term, from zero, written to `tile`.
+    /// multiply-add per term, written to `tile`: from zero, or, when
+    /// `carry`, continuing the sums `tile` holds (each element's chain of
+    /// multiply-adds goes on exactly as if it had not been cut).
     pub(super) fn tile[T: Float, const MR: usize, const NR: usize][T, MR, NR](
         kc: usize,
         a: &[T],
         b: &[T],
         tile: &mut [[T; NR]; MR],
+        carry: bool,
     ) {
         // A local, not the caller's memory, so that the compiler keeps it
         // in registers from the start: returned by value, the tile was
         // zeroed in memory with `memset` and then loaded (perf: 3% of W3).
-        let mut acc = [[T::zero(); NR]; MR];
+        let mut acc = if carry { *tile } else { [[T::zero(); NR]; MR] };
         // Several steps of the depth per iteration (`unroll`); each sum
         // runs over the depth in the same order either way.
         let unroll = unroll(MR, NR);

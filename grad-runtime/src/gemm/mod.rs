@@ -7,7 +7,10 @@
 //! block the needed part of `b` is packed into panels of `NR` columns and
 //! `a` into panels of `MR` rows, so the micro-kernel (`kernel.rs`) reads
 //! both contiguously, and it keeps an `MR × NR` tile of `c` in registers
-//! while it runs down the block. The tile sizes fit the vector registers of
+//! while it runs down the block. The panels of `a` go in groups sized to
+//! the CPU's L2 ([`panels_in_l2`]), each panel of `b` passes over a whole
+//! group, and it does so a part of the depth sized to the L1 at a time
+//! ([`depth_in_l1`]), the tiles carrying their sums from part to part. The tile sizes fit the vector registers of
 //! the widest instruction set the CPU has (`simd.rs`): 12 × 32 for `f32`
 //! with AVX-512 (6 × 32 for a product whose rows fill tiles of 6 with
 //! less padding, [`rows_for`]), 6 × 16 with AVX2, smaller without.
@@ -42,9 +45,10 @@ use crate::{Float, pair, parallel};
 /// a pass that adds the tiles into `c`, reading and writing all of it:
 /// at 256, a 1024³ product made four such passes over 4 MiB of `c` and
 /// spent 6% of its time in them; at 1024 it makes one, and W3 ran 180 ->
-/// 190-197 GFLOP/s, W1 (k = 784) 682 -> 570-590 µs. A panel of `a`
-/// (48 KiB) then outgrows L1, but the kernel streams it from L2 at full
-/// speed (perf: 84% of W3 in the kernel, at 91% of the FMA peak).
+/// 190-197 GFLOP/s, W1 (k = 784) 682 -> 570-590 µs. The panels then
+/// outgrow L1 (48 KiB of `a`, 128 KiB of `b` for `f32` on AVX-512), so
+/// the kernel takes them a part of the depth at a time ([`depth_in_l1`]),
+/// which changes no sum.
 pub(crate) const KC: usize = 1024;
 
 /// Columns of `b` packed at a time.
@@ -284,8 +288,9 @@ pub(crate) trait Micro<T: Float> {
     fn pack<const R: usize>(x: MatRef<'_, T>, pc: usize, kc: usize, first_panel: usize, packed: &mut [T]);
 
     /// The `MR × NR` tile of the packed panels `a` and `b`, of `depth`
-    /// elements per row, from zero.
-    fn tile<const MR: usize, const NR: usize>(depth: usize, a: &[T], b: &[T], tile: &mut [[T; NR]; MR]);
+    /// elements per row: from zero, or, when `carry`, continuing the sums
+    /// in `tile` exactly as one call over both depths would have.
+    fn tile<const MR: usize, const NR: usize>(depth: usize, a: &[T], b: &[T], tile: &mut [[T; NR]; MR], carry: bool);
 }
 
 /// The product in `T` itself: one fused multiply-add per term.
@@ -304,8 +309,8 @@ impl<T: Float> Micro<T> for Fma {
     }
 
     #[inline]
-    fn tile<const MR: usize, const NR: usize>(depth: usize, a: &[T], b: &[T], tile: &mut [[T; NR]; MR]) {
-        kernel::tile::<T, MR, NR>(depth, a, b, tile);
+    fn tile<const MR: usize, const NR: usize>(depth: usize, a: &[T], b: &[T], tile: &mut [[T; NR]; MR], carry: bool) {
+        kernel::tile::<T, MR, NR>(depth, a, b, tile, carry);
     }
 }
 
@@ -380,7 +385,7 @@ fn tiles_into<T: Float, const MR: usize, const NR: usize>(
     let mut tile = [[T::zero(); NR]; MR];
     for (ir, a_panel) in packed_a.chunks_exact(MR * k).enumerate() {
         for (jr, b_panel) in packed_b.chunks_exact(NR * k).enumerate() {
-            kernel::tile::<T, MR, NR>(k, a_panel, b_panel, &mut tile);
+            kernel::tile::<T, MR, NR>(k, a_panel, b_panel, &mut tile, false);
             out.take(&tile, ir * MR, jr * NR, MR.min(m - ir * MR), NR.min(n - jr * NR));
         }
     }
@@ -603,6 +608,36 @@ fn columns<T: Float, K: Micro<T>, const MR: usize, const NR: usize>(
     }
 }
 
+/// The most panels of `a` in a group of [`panels_in_l2`]: their tiles wait
+/// on the stack while the depth's parts pass ([`depth_in_l1`]).
+const GROUP: usize = 16;
+
+/// How many packed panels of `a` (of `a_panel` elements each) a group
+/// holds: as many as fill half of one core's L2 beside two panels of `b`
+/// (of `b_panel` elements), at least one. Every panel of `b` passes over
+/// a group before the next, so it comes from the shared L3 (or memory)
+/// once per group and the group's panels from L2; with the panels of `a`
+/// outermost, each read all of the packed `b` from L3 again, and W3 ran
+/// at 40% of the FMA peak on an Intel Xeon whose cores each do two 512-bit
+/// multiply-adds a cycle.
+fn panels_in_l2<T>(a_panel: usize, b_panel: usize) -> usize {
+    let size = std::mem::size_of::<T>();
+    let room = (crate::cache::l2_bytes() / 2).saturating_sub(2 * b_panel * size);
+    (room / (a_panel * size).max(1)).max(1)
+}
+
+/// How much of the depth of a panel of `b` (of `nr` elements per step)
+/// the kernel takes at a time: a part that fills half of one core's L1d,
+/// at least 8 steps. The part stays in L1 while the group's panels of `a`
+/// pass over it, and each tile's sums carry from one part to the next
+/// (`Micro::tile`'s `carry`), so every element is the same chain of
+/// multiply-adds whatever the CPU's caches: the same bits. A whole block's
+/// panel of `b` (1024 steps of 32 `f32`, 128 KiB) fits no L1, and the
+/// kernel then read both operands from L2 at every step.
+fn depth_in_l1<T>(nr: usize) -> usize {
+    (crate::cache::l1d_bytes() / 2 / (nr * std::mem::size_of::<T>()).max(1)).max(8)
+}
+
 /// [`blocked`]'s blocks of `n` and `k`, their rows shared out as `split`
 /// says (on the pool's threads, for [`Split::Pool`]).
 fn blocks<T: Float, K: Micro<T>, const MR: usize, const NR: usize>(
@@ -628,21 +663,33 @@ fn blocks<T: Float, K: Micro<T>, const MR: usize, const NR: usize>(
             // The first block of k writes `c` unless accumulating; later ones add.
             let add = accumulate || pc > 0;
             let packed_b = &*packed_b;
+            let group = panels_in_l2::<T>(MR * depth, NR * depth).min(GROUP);
+            let part = depth_in_l1::<T>(NR);
             // The rows of `c` from panel `first_panel` on, with room to pack their panels of `a`.
             let rows = |first_panel: usize, c_rows: &mut [T], packed_a: &mut [T]| {
                 let panels = c_rows.len().div_ceil(n * MR);
                 let packed_a = &mut packed_a[..panels * MR * depth];
-                let mut tile = [[T::zero(); NR]; MR];
-                a.pack::<K, MR>(pc, kc, first_panel, packed_a);
-                for (ir, a_panel) in packed_a.chunks_exact(MR * depth).enumerate() {
-                    let i0 = (first_panel + ir) * MR;
-                    let rows_here = MR.min(m - i0);
-                    let c_tile_rows = &mut c_rows[ir * MR * n..(ir * MR + rows_here) * n];
+                let mut tiles = [[[T::zero(); NR]; MR]; GROUP];
+                let groups = packed_a.chunks_mut(group * MR * depth).zip(c_rows.chunks_mut(group * MR * n));
+                for (g, (packed_a, c_rows)) in groups.enumerate() {
+                    let first = first_panel + g * group;
+                    a.pack::<K, MR>(pc, kc, first, packed_a);
+                    let tiles = &mut tiles[..packed_a.len() / (MR * depth)];
                     for jr in 0..nc_padded / NR {
                         let b_panel = &packed_b[jr * NR * depth..][..NR * depth];
-                        K::tile::<MR, NR>(depth, a_panel, b_panel, &mut tile);
+                        for d0 in (0..depth).step_by(part) {
+                            let d = part.min(depth - d0);
+                            let b_part = &b_panel[d0 * NR..][..d * NR];
+                            for (tile, a_panel) in tiles.iter_mut().zip(packed_a.chunks_exact(MR * depth)) {
+                                K::tile::<MR, NR>(d, &a_panel[d0 * MR..][..d * MR], b_part, tile, d0 > 0);
+                            }
+                        }
                         let cols = NR.min(nc - jr * NR);
-                        kernel::store::<T, MR, NR>(&tile, c_tile_rows, n, jc + jr * NR, rows_here, cols, add);
+                        for (ir, tile) in tiles.iter().enumerate() {
+                            let rows_here = MR.min(m - (first + ir) * MR);
+                            let c_tile_rows = &mut c_rows[ir * MR * n..(ir * MR + rows_here) * n];
+                            kernel::store::<T, MR, NR>(tile, c_tile_rows, n, jc + jr * NR, rows_here, cols, add);
+                        }
                     }
                 }
             };
@@ -796,6 +843,66 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Element `(i, j)` of `c = a @ b` (or `c += a @ b`) as the product
+    /// defines it: for each block of [`KC`] terms, one chain of fused
+    /// multiply-adds from zero, in order of depth, added to the sum so far.
+    fn chained<T: Float>(a: MatRef<'_, T>, b: MatRef<'_, T>, start: &[T], accumulate: bool) -> Vec<T> {
+        let mut c = start.to_vec();
+        for i in 0..a.rows {
+            for j in 0..b.cols {
+                for (block, p0) in (0..a.cols).step_by(KC).enumerate() {
+                    let terms = p0..(p0 + KC).min(a.cols);
+                    let chain = terms.fold(T::zero(), |s, p| a.at(i, p).mul_add(*b.at(p, j), s));
+                    let c = &mut c[i * b.cols + j];
+                    *c = if block == 0 && !accumulate { chain } else { *c + chain };
+                }
+            }
+        }
+        c
+    }
+
+    /// The depth taken in parts that fit L1 and the rows in groups that fit
+    /// L2 (both from this CPU's caches) change no bit: every element is
+    /// the chain [`chained`] computes, on values whose sums round, with
+    /// more panels of `a` than a group holds, several parts and blocks of
+    /// the depth, ragged edges, written and accumulated, in tiles of 12
+    /// and of 6 rows, on one thread and shared out.
+    fn parts_and_groups_change_no_bit<T: Float>() {
+        let mut rng = crate::Rng::new(5);
+        assert!(depth_in_l1::<T>(32) < KC, "a block of the depth is more than one part");
+        for (m, k, n) in [(GROUP * 12 + 7, 2 * KC + 1, 70), (GROUP * 6 + 13, 500, 40), (5, 3, 9)] {
+            let a_data: Vec<T> = (0..m * k).map(|_| T::from_f64(rng.normal())).collect();
+            let b_data: Vec<T> = (0..k * n).map(|_| T::from_f64(rng.normal())).collect();
+            let (a, b) = (MatRef::row_major(&a_data, m, k), MatRef::row_major(&b_data, k, n));
+            for accumulate in [false, true] {
+                let start: Vec<T> = (0..m * n).map(|_| T::from_f64(rng.normal())).collect();
+                let expected = chained(a, b, &start, accumulate);
+                let bits = |c: &[T]| c.iter().map(|x| Float::to_f64(*x).to_bits()).collect::<Vec<_>>();
+                let mut scratch = vec![T::zero(); packed_len(12, 32, k.min(KC), m, n)];
+                let mut c = start.clone();
+                blocks::<T, Fma, 12, 32>(&a, &b.t(), &mut c, accumulate, &mut scratch, Split::Alone);
+                assert!(bits(&c) == bits(&expected), "{m}x{k} by {k}x{n} in 12 x 32 tiles, accumulate {accumulate}");
+                let mut c = start.clone();
+                blocks::<T, Fma, 6, 32>(&a, &b.t(), &mut c, accumulate, &mut scratch, Split::Alone);
+                assert!(bits(&c) == bits(&expected), "{m}x{k} by {k}x{n} in 6 x 32 tiles, accumulate {accumulate}");
+                let mut c = start.clone();
+                let mut scratch = vec![T::zero(); scratch_len::<T>(m, k, n)];
+                gemm(a, b, &mut c, accumulate, &mut scratch);
+                assert!(bits(&c) == bits(&expected), "{m}x{k} by {k}x{n} by gemm, accumulate {accumulate}");
+            }
+        }
+    }
+
+    #[test]
+    fn f32_parts_and_groups_change_no_bit() {
+        parts_and_groups_change_no_bit::<f32>();
+    }
+
+    #[test]
+    fn f64_parts_and_groups_change_no_bit() {
+        parts_and_groups_change_no_bit::<f64>();
     }
 
     #[test]
