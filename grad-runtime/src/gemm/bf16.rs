@@ -333,9 +333,11 @@ fn flush(x: f32) -> f32 {
 
 simd::multiversion! {
     /// The `MR × NR` tile of packed panels of `pairs` words per row, from
-    /// zero or (when `carry`) from the sums in `tile`: for each word, the high halves' product then the low halves',
-    /// each one fused multiply-add flushed as `vdpbf16ps` flushes. (The
-    /// operands need no flush: packing never leaves a denormal.)
+    /// zero or (when `carry`) from the sums in `tile`: for each word, the
+    /// high halves' product then the low halves', each one fused
+    /// multiply-add flushed as `vdpbf16ps` flushes. (The operands need no
+    /// flush: packing never leaves a denormal; nor do the sums carried in,
+    /// which the same flush left.)
     fn emulated_tile[const MR: usize, const NR: usize][MR, NR](
         pairs: usize,
         a: &[f32],
@@ -488,8 +490,8 @@ mod dot {
     }
 
     /// The `MR × 32` tile (row-major in `tile`) of packed panels of `pairs`
-    /// words per row, from zero or (when `carry`) from the sums in `tile`: per word of `a` (broadcast) and the 32
-    /// words of `b`, two `vdpbf16ps`. Registers: `2·MR` accumulators, two
+    /// words per row, from zero or (when `carry`) from the sums in `tile`:
+    /// per word of `a` (broadcast) and the 32 words of `b`, two `vdpbf16ps`. Registers: `2·MR` accumulators, two
     /// words of `b` and one of `a` (27 of 32 for `MR = 12`).
     ///
     /// # Safety

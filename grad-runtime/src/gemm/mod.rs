@@ -10,10 +10,11 @@
 //! while it runs down the block. The panels of `a` go in groups sized to
 //! the CPU's L2 ([`panels_in_l2`]), each panel of `b` passes over a whole
 //! group, and it does so a part of the depth sized to the L1 at a time
-//! ([`depth_in_l1`]), the tiles carrying their sums from part to part. The tile sizes fit the vector registers of
-//! the widest instruction set the CPU has (`simd.rs`): 12 × 32 for `f32`
-//! with AVX-512 (6 × 32 for a product whose rows fill tiles of 6 with
-//! less padding, [`rows_for`]), 6 × 16 with AVX2, smaller without.
+//! ([`depth_in_l1`]), the tiles carrying their sums from part to part.
+//! The tile sizes fit the vector registers of the widest instruction set
+//! the CPU has (`simd.rs`): 12 × 32 for `f32` with AVX-512 (6 × 32 for a
+//! product whose rows fill tiles of 6 with less padding, [`rows_for`]),
+//! 6 × 16 with AVX2, smaller without.
 //!
 //! **Same bits, whatever the threads.** Threads share the rows of `c` (a
 //! group of whole tiles each), or, for a product of few rows, its columns
