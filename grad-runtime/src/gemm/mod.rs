@@ -1,7 +1,9 @@
 //! The matrix product every `matmul`, `bmm` and their gradients run on:
 //! `c = a @ b` or `c += a @ b`, for operands given as strided views (a
 //! transposed operand is the same buffer with its strides swapped, never a
-//! copy), written in safe Rust.
+//! copy), written in safe Rust but for two AVX-512 parts that use
+//! intrinsics: the bf16 micro-kernel (`bf16.rs`) and the transpose that
+//! packs a row-major `f32` operand's panels (`transpose.rs`).
 //!
 //! The structure is BLIS's. `k` is cut into blocks of [`KC`]; for each
 //! block the needed part of `b` is packed into panels of `NR` columns and
@@ -34,6 +36,8 @@
 pub(crate) mod bf16;
 mod kernel;
 mod pack;
+#[cfg(target_arch = "x86_64")]
+mod transpose;
 
 use rayon::prelude::*;
 

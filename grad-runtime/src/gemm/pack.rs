@@ -41,8 +41,13 @@ pub(super) fn panels<T: Float, const R: usize>(
             // row's pass wrote over a panel larger than L1 (48 KiB for
             // 12 rows of 1024) and fetched it again for the next row.
             const DEPTH: usize = 16;
+            #[cfg(target_arch = "x86_64")]
+            const _: () = assert!(DEPTH == super::transpose::WIDTH);
             for (chunk, out) in out.chunks_mut(DEPTH * R).enumerate() {
                 let p0 = pc + chunk * DEPTH;
+                if rows == R && out.len() == DEPTH * R && transposed::<T, R>(x, i0 * x.row_stride + p0, out) {
+                    continue;
+                }
                 for i in 0..rows {
                     let row = &x.data[(i0 + i) * x.row_stride + p0..][..out.len() / R];
                     for (column, &v) in out.chunks_exact_mut(R).zip(row) {
@@ -58,6 +63,20 @@ pub(super) fn panels<T: Float, const R: usize>(
             }
         }
     }
+}
+
+/// `out[p·R + i] = x.data[start + i·row_stride + p]` for `p < 16`, `i <
+/// R` by the `f32` AVX-512 block (`transpose.rs`), and `true`; or nothing
+/// written, and `false`, where that block does not run (another type,
+/// another CPU).
+#[inline]
+fn transposed<T: Float, const R: usize>(x: MatRef<'_, T>, start: usize, out: &mut [T]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if let (Some(data), Some(out)) = (T::f32_slice(x.data), T::f32_slice_mut(out)) {
+        return super::transpose::block::<R>(data, x.row_stride, start, out);
+    }
+    let _ = (x, start, out);
+    false
 }
 
 /// Packs rows `pc..pc + kc`, columns `jc..` of `b` (given as its
