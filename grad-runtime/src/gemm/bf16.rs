@@ -382,12 +382,12 @@ pub(crate) fn dot_lane(acc: f32, a: u32, b: u32) -> f32 {
 #[allow(unsafe_code)]
 mod dot {
     use std::arch::x86_64::{
-        __m512, __m512bh, __m512i, __mmask16, _mm512_cvtne2ps_pbh, _mm512_dpbf16_ps, _mm512_loadu_ps,
-        _mm512_mask_storeu_epi32, _mm512_maskz_loadu_ps, _mm512_permutexvar_epi16, _mm512_set_epi16, _mm512_set1_ps,
-        _mm512_setzero_ps, _mm512_storeu_ps,
+        __m512, __m512bh, __m512i, _mm512_cvtne2ps_pbh, _mm512_dpbf16_ps, _mm512_loadu_ps, _mm512_mask_storeu_epi32,
+        _mm512_permutexvar_epi16, _mm512_set_epi16, _mm512_set1_ps, _mm512_setzero_ps, _mm512_storeu_ps,
     };
 
     use super::MatRef;
+    use crate::gemm::transpose::{first_lanes, load as load_part};
 
     /// [`super::pack_pairs`] for operands whose rows or columns are
     /// contiguous, rounding with `vcvtne2ps2bf16`: the same rounding as
@@ -440,22 +440,6 @@ mod dot {
                 }
             }
         });
-    }
-
-    /// The mask of the first `min(16, len)` lanes.
-    #[inline]
-    fn first_lanes(len: usize) -> __mmask16 {
-        ((1u32 << len.min(16)) - 1) as __mmask16
-    }
-
-    /// The first `min(16, x.len())` elements of `x`, zeros after.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn load_part(x: &[f32]) -> __m512 {
-        // SAFETY: lanes past `x.len()` are masked off, and a masked-off
-        // lane of a masked load reads no memory (nor can it fault); the
-        // others read elements of `x`, which exist. AVX-512F is enabled.
-        unsafe { _mm512_maskz_loadu_ps(first_lanes(x.len()), x.as_ptr()) }
     }
 
     /// Writes the first `min(16, x.len())` 32-bit lanes of `v` over `x`.

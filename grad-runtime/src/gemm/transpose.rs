@@ -100,14 +100,14 @@ fn pairs(lo: bool, x: __m512, y: __m512) -> __m512 {
 
 /// The mask of the first `min(16, len)` lanes.
 #[inline]
-fn first_lanes(len: usize) -> __mmask16 {
+pub(super) fn first_lanes(len: usize) -> __mmask16 {
     ((1u32 << len.min(WIDTH)) - 1) as __mmask16
 }
 
-/// The [`WIDTH`] elements of `x`.
+/// The first `min(16, x.len())` elements of `x`, zeros after.
 #[inline]
 #[target_feature(enable = "avx512f")]
-fn load(x: &[f32]) -> __m512 {
+pub(super) fn load(x: &[f32]) -> __m512 {
     // SAFETY: the mask selects the first `min(16, x.len())` lanes, and a
     // masked-off lane reads no memory (nor can it fault); the others
     // read elements of `x`, which exist. AVX-512F is enabled.
@@ -140,8 +140,8 @@ mod tests {
     }
 
     fn agrees<const R: usize>() {
-        // Distinct bit patterns (a NaN, infinities, signed zeros among
-        // them), so a misplaced element cannot go unseen.
+        // A distinct bit pattern in every element (a NaN, an infinity and
+        // a negative zero among them), so a misplaced one cannot go unseen.
         let stride = WIDTH + 7;
         let len = 3 + R * stride + WIDTH;
         let mut x: Vec<f32> = (0..len).map(|k| f32::from_bits(0x3f80_0000 + k as u32 * 977)).collect();
