@@ -382,12 +382,12 @@ pub(crate) fn dot_lane(acc: f32, a: u32, b: u32) -> f32 {
 #[allow(unsafe_code)]
 mod dot {
     use std::arch::x86_64::{
-        __m512, __m512bh, __m512i, _mm512_cvtne2ps_pbh, _mm512_dpbf16_ps, _mm512_loadu_ps, _mm512_mask_storeu_epi32,
+        __m512, __m512bh, __m512i, _mm512_castsi512_ps, _mm512_cvtne2ps_pbh, _mm512_dpbf16_ps, _mm512_loadu_ps,
         _mm512_permutexvar_epi16, _mm512_set_epi16, _mm512_set1_ps, _mm512_setzero_ps, _mm512_storeu_ps,
     };
 
     use super::MatRef;
-    use crate::gemm::transpose::{first_lanes, load as load_part};
+    use crate::gemm::transpose::{load as load_part, store as store_lanes};
 
     /// [`super::pack_pairs`] for operands whose rows or columns are
     /// contiguous, rounding with `vcvtne2ps2bf16`: the same rounding as
@@ -446,10 +446,7 @@ mod dot {
     #[inline]
     #[target_feature(enable = "avx512f")]
     fn store_part(x: &mut [f32], v: __m512i) {
-        // SAFETY: a masked store writes only the lanes of the mask, the
-        // first `min(16, x.len())` elements of `x`, borrowed mutably here
-        // alone; AVX-512F is enabled.
-        unsafe { _mm512_mask_storeu_epi32(x.as_mut_ptr().cast(), first_lanes(x.len()), v) };
+        store_lanes(x, _mm512_castsi512_ps(v));
     }
 
     /// The 32 bf16s of `v` (16 rounded from a first vector, then 16 from

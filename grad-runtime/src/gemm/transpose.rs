@@ -100,7 +100,7 @@ fn pairs(lo: bool, x: __m512, y: __m512) -> __m512 {
 
 /// The mask of the first `min(16, len)` lanes.
 #[inline]
-pub(super) fn first_lanes(len: usize) -> __mmask16 {
+fn first_lanes(len: usize) -> __mmask16 {
     ((1u32 << len.min(WIDTH)) - 1) as __mmask16
 }
 
@@ -117,7 +117,7 @@ pub(super) fn load(x: &[f32]) -> __m512 {
 /// Writes the first `min(16, x.len())` lanes of `v` over `x`.
 #[inline]
 #[target_feature(enable = "avx512f")]
-fn store(x: &mut [f32], v: __m512) {
+pub(super) fn store(x: &mut [f32], v: __m512) {
     // SAFETY: a masked store writes only the lanes of the mask, the first
     // `min(16, x.len())` elements of `x`, borrowed mutably here alone;
     // AVX-512F is enabled.
