@@ -39,7 +39,7 @@
 // module alone with its soundness argument and tests: the SIMD dispatch
 // (`simd.rs`), appending a node without a stack copy (`tape/append.rs`),
 // the AVX512-BF16 micro-kernel of the bf16 products (`gemm/bf16.rs`) and
-// the AVX-512 transpose of the `f32` packing (`gemm/transpose.rs`).
+// the AVX-512 and AVX2 transposes of the `f32` packing (`gemm/transpose.rs`).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 

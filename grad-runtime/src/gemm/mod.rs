@@ -1,9 +1,10 @@
 //! The matrix product every `matmul`, `bmm` and their gradients run on:
 //! `c = a @ b` or `c += a @ b`, for operands given as strided views (a
 //! transposed operand is the same buffer with its strides swapped, never a
-//! copy), written in safe Rust but for two AVX-512 parts that use
-//! intrinsics: the bf16 micro-kernel (`bf16.rs`) and the transpose that
-//! packs a row-major `f32` operand's panels (`transpose.rs`).
+//! copy), written in safe Rust but for two parts that use intrinsics: the
+//! AVX512-BF16 micro-kernel of the bf16 products (`bf16.rs`) and the
+//! AVX-512 and AVX2 transposes that pack a row-major `f32` operand's
+//! panels (`transpose.rs`).
 //!
 //! The structure is BLIS's. `k` is cut into blocks of [`KC`]; for each
 //! block the needed part of `b` is packed into panels of `NR` columns and

@@ -66,9 +66,9 @@ pub(super) fn panels<T: Float, const R: usize>(
 }
 
 /// `out[p·R + i] = x.data[start + i·row_stride + p]` for `p < 16`, `i <
-/// R` by the `f32` AVX-512 block (`transpose.rs`), and `true`; or nothing
-/// written, and `false`, where that block does not run (another type,
-/// another CPU).
+/// R` by the `f32` AVX-512 or AVX2 block (`transpose.rs`), and `true`; or
+/// nothing written, and `false`, where that block does not run (another
+/// type, a CPU without AVX2).
 #[inline]
 fn transposed<T: Float, const R: usize>(x: MatRef<'_, T>, start: usize, out: &mut [T]) -> bool {
     #[cfg(target_arch = "x86_64")]
