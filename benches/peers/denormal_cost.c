@@ -17,45 +17,27 @@ static double now(void) {
     return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-// Four independent chains of `x = x * 1` (`x * 1 + -0` for FMA): the
-// value never changes, so it stays normal or denormal as it starts; the
-// empty `asm` hides the 1 from the compiler, which would drop the multiply.
-// Nanoseconds per multiply.
-__attribute__((target("sse2"))) static double sse(float v) {
-    __m128 x[4], one = _mm_set1_ps(1.0f);
-    for (int j = 0; j < 4; j++) x[j] = _mm_set1_ps(v);
-    __asm__("" : "+x"(one));
-    double t = now();
-    for (long i = 0; i < STEPS; i++) {
-        for (int j = 0; j < 4; j++) x[j] = _mm_mul_ps(x[j], one);
-        __asm__ volatile("" : "+x"(x[0]), "+x"(x[1]), "+x"(x[2]), "+x"(x[3]));
+// Four independent chains of `x = OP` with `OP` a multiply by `one`
+// (`x * 1 + -0` for FMA): the value never changes, so it stays normal or
+// denormal as it starts; the empty `asm` hides `one` and `zero` from the
+// compiler, which would drop the multiply. `REG` is the register class of
+// the vector type. Nanoseconds per multiply.
+#define TIMED(NAME, TARGET, VEC, SET1, REG, OP)                                             \
+    __attribute__((target(TARGET))) static double NAME(float v) {                          \
+        VEC x[4], one = SET1(1.0f), zero = SET1(-0.0f);                                    \
+        for (int j = 0; j < 4; j++) x[j] = SET1(v);                                        \
+        __asm__("" : "+" REG(one), "+" REG(zero));                                         \
+        double t = now();                                                                  \
+        for (long i = 0; i < STEPS; i++) {                                                 \
+            for (int j = 0; j < 4; j++) x[j] = OP;                                         \
+            __asm__ volatile("" : "+" REG(x[0]), "+" REG(x[1]), "+" REG(x[2]), "+" REG(x[3])); \
+        }                                                                                  \
+        return (now() - t) / STEPS / 4 * 1e9;                                              \
     }
-    return (now() - t) / STEPS / 4 * 1e9;
-}
 
-__attribute__((target("avx2,fma"))) static double avx2(float v) {
-    __m256 x[4], one = _mm256_set1_ps(1.0f), zero = _mm256_set1_ps(-0.0f);
-    for (int j = 0; j < 4; j++) x[j] = _mm256_set1_ps(v);
-    __asm__("" : "+x"(one), "+x"(zero));
-    double t = now();
-    for (long i = 0; i < STEPS; i++) {
-        for (int j = 0; j < 4; j++) x[j] = _mm256_fmadd_ps(x[j], one, zero);
-        __asm__ volatile("" : "+x"(x[0]), "+x"(x[1]), "+x"(x[2]), "+x"(x[3]));
-    }
-    return (now() - t) / STEPS / 4 * 1e9;
-}
-
-__attribute__((target("avx512f"))) static double avx512(float v) {
-    __m512 x[4], one = _mm512_set1_ps(1.0f);
-    for (int j = 0; j < 4; j++) x[j] = _mm512_set1_ps(v);
-    __asm__("" : "+v"(one));
-    double t = now();
-    for (long i = 0; i < STEPS; i++) {
-        for (int j = 0; j < 4; j++) x[j] = _mm512_mul_ps(x[j], one);
-        __asm__ volatile("" : "+v"(x[0]), "+v"(x[1]), "+v"(x[2]), "+v"(x[3]));
-    }
-    return (now() - t) / STEPS / 4 * 1e9;
-}
+TIMED(sse, "sse2", __m128, _mm_set1_ps, "x", _mm_mul_ps(x[j], one))
+TIMED(avx2, "avx2,fma", __m256, _mm256_set1_ps, "x", _mm256_fmadd_ps(x[j], one, zero))
+TIMED(avx512, "avx512f", __m512, _mm512_set1_ps, "v", _mm512_mul_ps(x[j], one))
 
 static void row(const char *name, double (*f)(float)) {
     double normal = f(1.5f), denormal = f(1.4e-45f);
