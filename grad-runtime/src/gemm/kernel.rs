@@ -62,32 +62,36 @@ fn step<T: Float, const MR: usize, const NR: usize>(acc: &mut [[T; NR]; MR], a: 
     }
 }
 
-/// Writes (or, when `add`, adds) the top-left `rows × cols` of `tile` into
-/// the row-major `c_rows` (rows of `n` elements), from column `col`.
-#[inline]
-pub(super) fn store<T: Float, const MR: usize, const NR: usize>(
-    tile: &[[T; NR]; MR],
-    c_rows: &mut [T],
-    n: usize,
-    col: usize,
-    rows: usize,
-    cols: usize,
-    add: bool,
-) {
-    for (i, tile_row) in tile.iter().enumerate().take(rows) {
-        let c = &mut c_rows[i * n + col..i * n + col + cols];
-        // A whole row of the tile has a length the compiler knows, so it
-        // moves it in vector registers instead of calling `memcpy`.
-        if let Ok(c) = <&mut [T; NR]>::try_from(&mut *c) {
-            if add {
+simd::multiversion! {
+    /// Writes (or, when `add`, adds) the top-left `rows × cols` of `tile`
+    /// into the row-major `c_rows` (rows of `n` elements), from column
+    /// `col`. Compiled for each SIMD level like [`tile`]: in the baseline's
+    /// 16-byte moves, storing the tiles was 8% of a GPT training step on
+    /// an AVX-512 CPU, a fifth of the time of the multiply-adds themselves.
+    pub(super) fn store[T: Float, const MR: usize, const NR: usize][T, MR, NR](
+        tile: &[[T; NR]; MR],
+        c_rows: &mut [T],
+        n: usize,
+        col: usize,
+        rows: usize,
+        cols: usize,
+        add: bool,
+    ) {
+        for (i, tile_row) in tile.iter().enumerate().take(rows) {
+            let c = &mut c_rows[i * n + col..i * n + col + cols];
+            // A whole row of the tile has a length the compiler knows, so it
+            // moves it in vector registers instead of calling `memcpy`.
+            if let Ok(c) = <&mut [T; NR]>::try_from(&mut *c) {
+                if add {
+                    c.iter_mut().zip(tile_row).for_each(|(c, &t)| *c += t);
+                } else {
+                    *c = *tile_row;
+                }
+            } else if add {
                 c.iter_mut().zip(tile_row).for_each(|(c, &t)| *c += t);
             } else {
-                *c = *tile_row;
+                c.copy_from_slice(&tile_row[..cols]);
             }
-        } else if add {
-            c.iter_mut().zip(tile_row).for_each(|(c, &t)| *c += t);
-        } else {
-            c.copy_from_slice(&tile_row[..cols]);
         }
     }
 }
