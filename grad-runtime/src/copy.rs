@@ -17,11 +17,39 @@ pub(crate) fn as_array<T: Copy, const N: usize>(to: &mut [T], from: &[T]) -> boo
 }
 
 /// `to.copy_from_slice(from)`, as arrays for the usual widths of a row
-/// (32 and 64 values).
+/// (32 and 64 values), and a shorter run as arrays of 16, 8, 4, 2 and 1
+/// (a convolution's windows cut a row of the image into runs of any
+/// length below a panel's width, and `memmove` on them was 11% of a
+/// convolution's training step).
 #[inline(always)]
 pub(crate) fn row<T: Copy>(to: &mut [T], from: &[T]) {
-    if !(as_array::<T, 32>(to, from) || as_array::<T, 64>(to, from)) {
+    if as_array::<T, 32>(to, from) || as_array::<T, 64>(to, from) {
+        return;
+    }
+    if to.len() >= 32 || to.len() != from.len() {
         to.copy_from_slice(from);
+        return;
+    }
+    let mut at = 0;
+    for_short_run(to.len(), |size| {
+        let (to, from) = (&mut to[at..at + size], &from[at..at + size]);
+        let _ = as_array::<T, 16>(to, from)
+            || as_array::<T, 8>(to, from)
+            || as_array::<T, 4>(to, from)
+            || as_array::<T, 2>(to, from)
+            || as_array::<T, 1>(to, from);
+        at += size;
+    });
+}
+
+/// Calls `each` with the lengths, from 16 down to 1 by halves, whose sum is
+/// `len` (below 32): its binary digits.
+#[inline(always)]
+fn for_short_run(len: usize, mut each: impl FnMut(usize)) {
+    for size in [16, 8, 4, 2, 1] {
+        if len & size != 0 {
+            each(size);
+        }
     }
 }
 
@@ -31,7 +59,7 @@ mod tests {
 
     #[test]
     fn rows_of_every_length_are_copied_whole() {
-        for len in [0, 1, 31, 32, 33, 63, 64, 65, 200] {
+        for len in (0..=70).chain([200]) {
             let from: Vec<f32> = (0..len).map(|i| i as f32 + 0.5).collect();
             let mut to = vec![-1.0; len];
             row(&mut to, &from);
