@@ -176,10 +176,11 @@ fn compute<T: Float>(
     out: &mut [T],
 ) {
     let pieces = plan.pieces();
-    let mut scratch = tp.scratch(pieces * gemm::scratch_len_in::<T>(precision, plan.m, plan.k, plan.n));
+    let len = pieces * gemm::scratch_len_in::<T>(precision, plan.m, plan.k, plan.n);
+    let mut scratch = tp.scratch_at_least(len);
     let (va, vb) = (tp.value_of(a), tp.value_of(b));
     let [sa, sb] = &plan.read;
-    plan.run(precision, sa.slice(), sb.slice(), out, (&mut scratch, pieces), |ia, ib| {
+    plan.run(precision, sa.slice(), sb.slice(), out, (&mut scratch[..len], pieces), |ia, ib| {
         (read(&va.data[ia..], plan.m, plan.k, ta), read(&vb.data[ib..], plan.k, plan.n, tb))
     });
     tp.recycle(scratch);
@@ -422,7 +423,8 @@ pub(crate) fn matmul_backward<T: Float>(
     let per = [for_a, for_b].map(|(rows, depth, cols)| gemm::scratch_len_in::<T>(precision, rows, depth, cols));
     let per = per[0].max(per[1]);
     let (halves_a, halves_b) = (plan.paired_backward(sa), plan.paired_backward(sb));
-    let mut scratch = sink.scratch(if halves_a || halves_b { 2 * per } else { per });
+    let len = if halves_a || halves_b { 2 * per } else { per };
+    let mut scratch = sink.scratch_at_least(len);
     // Broadcast batches add several products into one block: accumulate
     // into zeros. Without a batch there is one product, written whole.
     let accumulate = plan.batch.is_some();
@@ -461,8 +463,8 @@ pub(crate) fn matmul_backward<T: Float>(
                 });
             }
         };
-    contribute(sink, a, &mut |ga| operand(true, halves_a, m * k, ga, &mut scratch, &grad_a));
-    contribute(sink, b, &mut |gb| operand(false, halves_b, k * n, gb, &mut scratch, &grad_b));
+    contribute(sink, a, &mut |ga| operand(true, halves_a, m * k, ga, &mut scratch[..len], &grad_a));
+    contribute(sink, b, &mut |gb| operand(false, halves_b, k * n, gb, &mut scratch[..len], &grad_b));
     sink.recycle(scratch);
 }
 
