@@ -67,7 +67,7 @@ simd::multiversion! {
     /// into the row-major `c_rows` (rows of `n` elements), from column
     /// `col`. Compiled for each SIMD level like [`tile`]: in the baseline's
     /// 16-byte moves, storing the tiles was 8% of a GPT training step on
-    /// an AVX-512 CPU, a fifth of the time of the multiply-adds themselves.
+    /// an AVX-512 CPU, a quarter of the time of the multiply-adds themselves.
     pub(super) fn store[T: Float, const MR: usize, const NR: usize][T, MR, NR](
         tile: &[[T; NR]; MR],
         c_rows: &mut [T],

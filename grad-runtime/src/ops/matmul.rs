@@ -176,6 +176,8 @@ fn compute<T: Float>(
     out: &mut [T],
 ) {
     let pieces = plan.pieces();
+    // At least `len`, not cut to it: a buffer cut here was grown back
+    // with zeros by the next larger product (`memset`, 4% of W9).
     let len = pieces * gemm::scratch_len_in::<T>(precision, plan.m, plan.k, plan.n);
     let mut scratch = tp.scratch_at_least(len);
     let (va, vb) = (tp.value_of(a), tp.value_of(b));
@@ -424,7 +426,7 @@ pub(crate) fn matmul_backward<T: Float>(
     let per = per[0].max(per[1]);
     let (halves_a, halves_b) = (plan.paired_backward(sa), plan.paired_backward(sb));
     let len = if halves_a || halves_b { 2 * per } else { per };
-    let mut scratch = sink.scratch_at_least(len);
+    let mut scratch = sink.scratch_at_least(len); // as in `compute`
     // Broadcast batches add several products into one block: accumulate
     // into zeros. Without a batch there is one product, written whole.
     let accumulate = plan.batch.is_some();
