@@ -66,7 +66,7 @@ simd::multiversion! {
     /// Writes (or, when `add`, adds) the top-left `rows × cols` of `tile`
     /// into the row-major `c_rows` (rows of `n` elements), from column
     /// `col`. Compiled for each SIMD level like [`tile`]: in the baseline's
-    /// 16-byte moves, storing the tiles was 8% of a GPT training step on
+    /// 16-byte moves, storing the tiles was 9% of a GPT training step on
     /// an AVX-512 CPU, a quarter of the time of the multiply-adds themselves.
     pub(super) fn store[T: Float, const MR: usize, const NR: usize][T, MR, NR](
         tile: &[[T; NR]; MR],
