@@ -30,26 +30,22 @@ pub(crate) fn row<T: Copy>(to: &mut [T], from: &[T]) {
         to.copy_from_slice(from);
         return;
     }
+    // The run's length below 32 in binary digits: a piece for each.
     let mut at = 0;
-    for_short_run(to.len(), |size| {
-        let (to, from) = (&mut to[at..at + size], &from[at..at + size]);
-        let _ = as_array::<T, 16>(to, from)
-            || as_array::<T, 8>(to, from)
-            || as_array::<T, 4>(to, from)
-            || as_array::<T, 2>(to, from)
-            || as_array::<T, 1>(to, from);
-        at += size;
-    });
+    piece::<T, 16>(to, from, &mut at);
+    piece::<T, 8>(to, from, &mut at);
+    piece::<T, 4>(to, from, &mut at);
+    piece::<T, 2>(to, from, &mut at);
+    piece::<T, 1>(to, from, &mut at);
 }
 
-/// Calls `each` with the lengths, from 16 down to 1 by halves, whose sum is
-/// `len` (below 32): its binary digits.
+/// Copies `N` elements of `from` from `at` on, as an array, and moves `at`
+/// past them, when `N` is a binary digit of the length.
 #[inline(always)]
-fn for_short_run(len: usize, mut each: impl FnMut(usize)) {
-    for size in [16, 8, 4, 2, 1] {
-        if len & size != 0 {
-            each(size);
-        }
+fn piece<T: Copy, const N: usize>(to: &mut [T], from: &[T], at: &mut usize) {
+    if to.len() & N != 0 {
+        as_array::<T, N>(&mut to[*at..*at + N], &from[*at..*at + N]);
+        *at += N;
     }
 }
 
