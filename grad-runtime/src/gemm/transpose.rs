@@ -262,16 +262,14 @@ mod tests {
 
     #[test]
     fn every_panel_height_is_the_portable_transpose() {
-        let levels = [
-            agrees::<1>(),
-            agrees::<4>(),
-            agrees::<6>(),
-            agrees::<12>(),
-            agrees::<16>(),
-            agrees::<17>(),
-            agrees::<32>(),
-        ];
-        if levels.iter().all(Vec::is_empty) {
+        let tested = agrees::<1>();
+        agrees::<4>();
+        agrees::<6>();
+        agrees::<12>();
+        agrees::<16>();
+        agrees::<17>();
+        agrees::<32>();
+        if tested.is_empty() {
             eprintln!("SKIPPED: this CPU has neither AVX-512 nor AVX2; the transposing blocks are not tested here");
         }
     }
