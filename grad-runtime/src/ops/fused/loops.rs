@@ -153,7 +153,9 @@ fn along<'a, T: Copy, const C: usize>(inputs: &[Input<'a, T>], start: usize, len
 }
 
 /// `out = root(inputs)` over the output's `shape`, by the region's
-/// `kernel` when it has one that runs here and every input is read flat.
+/// `kernel` when it has one that runs here: over the inputs read flat, or
+/// row by row where one is broadcast and the rows are long enough
+/// ([`Compiled::pays_on_rows`]).
 pub(crate) fn forward<T: Float, const C: usize>(
     prog: &Program<'_, T>,
     kernel: Option<Compiled<T>>,
@@ -252,8 +254,8 @@ fn sum_tree<T: Float, const C: usize>(
 /// `outs[k]` (empty for an input not wanted). `y` is the region's value
 /// (`None` for a folded region, which recomputes it), `g` its gradient,
 /// one value per element or one for all. The region's `kernel` computes
-/// them when it has one that runs here, the region is not folded, and
-/// every input is read flat.
+/// them when it has one that runs here and the region is not folded, as
+/// in [`forward`].
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn backward<T: Float, const C: usize>(
     prog: &Program<'_, T>,
