@@ -16,13 +16,10 @@
 //!
 //! Each case runs on inputs of mixed shapes (broadcast, interpreted) and
 //! on inputs of one shape, `[3, 4]`, where every region that is not
-//! folded runs a kernel `grad!` compiled for it: there, values and every
-//! gradient are also the bits of the same case on those inputs repeated
-//! eight times (`[8, 3, 4]`). On a CPU with AVX-512 both run the AVX-512
-//! kernel (the first padded, the second cut into pieces); so the
-//! comparisons run again in a child process at `GRAD_SIMD=avx2`, where
-//! `[3, 4]` runs the baseline kernel and `[8, 3, 4]`, too large for it,
-//! the interpreter.
+//! folded runs the kernel `grad!` compiled for it: there, values and
+//! every gradient are also the bits of the same case on those inputs
+//! repeated eight times (`[8, 3, 4]`, too large for a kernel: the
+//! interpreter).
 //!
 //! `GRAD_BLESS=1 cargo test --test fused_random` rewrites `cases.rs` after
 //! a change to the generator (if the old file no longer compiles, first
@@ -319,29 +316,6 @@ fn kernels_against_the_interpreter<T: Float>() -> usize {
         }
     }
     compared
-}
-
-/// The tests above in a child process at `GRAD_SIMD=level`.
-fn at_level(level: &str) {
-    let tests =
-        ["kernels_give_the_interpreters_bits", "fused_values_are_the_unfused_bits_and_gradients_are_within_the_bound"];
-    let output = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "--test-threads", "1"])
-        .args(tests)
-        .env("GRAD_SIMD", level)
-        .output()
-        .expect("the test binary runs itself");
-    let text = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "GRAD_SIMD={level}: {text}{}", String::from_utf8_lossy(&output.stderr));
-    assert!(text.contains("2 passed"), "GRAD_SIMD={level}: {text}");
-}
-
-#[test]
-fn kernels_give_the_interpreters_bits_below_avx512() {
-    // A child of a child would run this again: only the parent does.
-    if std::env::var_os("GRAD_SIMD").is_none() {
-        at_level("avx2");
-    }
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! The kernel of a fused region: its plan as straight-line arithmetic,
 //! one loop over the elements, which grad-runtime runs instead of
-//! interpreting the plan (`grad_runtime::dsl::lanes` says where).
+//! interpreting the plan on a region of a few dozen elements (there the
+//! interpreter's decoding of each step costs more than the arithmetic).
 //!
 //! Forward, each step's value in the plan's order. Backward, the values
 //! the rules read (recomputed; the root's is the region's value `y`),
@@ -11,18 +12,10 @@
 //! built-ins are `grad_runtime::dsl::lanes`'s, which are the
 //! interpreter's scalar functions.
 //!
-//! The function is compiled twice: for the crate's target (SSE2 on
-//! x86-64) and, on x86-64, with AVX-512, the runtime's widest level,
-//! which the runtime runs on a region of any size when the CPU has it.
-//! The AVX-512 version counts its loop in whole blocks
-//! (`grad_runtime::dsl::lanes::count`), so it has no loops for a
-//! remainder: half the code it would have.
-//!
 //! A region gets no kernel (it is always interpreted) when it ends in a
-//! folded `sum` or `mean` (benches/README, "Regions compiled with
-//! AVX-512", measures what that would cost to build), passes a leaf as a
-//! built-in's scalar, or has a leaf that no step reads as an operand; and
-//! a build with debug assertions compiles none (`region.rs`).
+//! folded `sum` or `mean`, passes a leaf as a built-in's scalar, or has a
+//! leaf that no step reads as an operand; and a build with debug
+//! assertions compiles none (`region.rs`).
 
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
@@ -30,13 +23,9 @@ use quote::{format_ident, quote};
 use crate::ast::BinOp;
 use crate::fuse::{Region, Src, StepOp};
 
-/// The region's kernel as two items, each compiled without debug
-/// assertions only: `fn NAME<T: Float, const WIDE: bool>(lanes: Lanes<'_,
-/// T>) { ... }`, whose `NAME::<_, false>` is the baseline kernel, and on
-/// x86-64 `WIDE`, which runs `NAME::<_, true>` with AVX-512 enabled (the
-/// target features of the runtime's widest level); or `None` for a region
-/// that is always interpreted.
-pub(super) fn kernel(region: &Region, name: &Ident, wide: &Ident) -> Option<TokenStream> {
+/// `fn NAME<T: Float>(lanes: Lanes<'_, T>) { ... }`, or `None` for a
+/// region that is always interpreted.
+pub(super) fn kernel(region: &Region, name: &Ident) -> Option<TokenStream> {
     let (leaves, params) = (region.leaves.len(), region.params.len());
     if leaves == 0 || !compilable(region) {
         return None;
@@ -52,13 +41,10 @@ pub(super) fn kernel(region: &Region, name: &Ident, wide: &Ident) -> Option<Toke
     // start with `_`, so that no lint needs to be allowed but clippy's
     // count of arguments.
     Some(quote! {
-        #[cfg(not(debug_assertions))]
         #[allow(clippy::too_many_arguments)]
-        #[inline(always)]
-        fn #name<T: ::grad_runtime::Float, const WIDE: bool>(lanes: ::grad_runtime::dsl::Lanes<'_, T>) {
-            #[inline(always)]
-            fn forward<T: ::grad_runtime::Float, const WIDE: bool>(out: &mut [T], #(#x: &[T],)* #(#p: T),*) {
-                let n = ::grad_runtime::dsl::lanes::count::<WIDE>(out.len() #(.min(#x.len()))*);
+        fn #name<T: ::grad_runtime::Float>(lanes: ::grad_runtime::dsl::Lanes<'_, T>) {
+            fn forward<T: ::grad_runtime::Float>(out: &mut [T], #(#x: &[T],)* #(#p: T),*) {
+                let n = out.len() #(.min(#x.len()))*;
                 let out = &mut out[..n];
                 #(let #x = &#x[..n];)*
                 for j in 0..n {
@@ -66,9 +52,8 @@ pub(super) fn kernel(region: &Region, name: &Ident, wide: &Ident) -> Option<Toke
                     #forward
                 }
             }
-            #[inline(always)]
-            fn backward<T: ::grad_runtime::Float, const WIDE: bool>(#(#d: &mut [T],)* #(#x: &[T],)* y: &[T], g: &[T], #(#p: T),*) {
-                let n = ::grad_runtime::dsl::lanes::count::<WIDE>(y.len().min(g.len()) #(.min(#x.len()))* #(.min(#d.len()))*);
+            fn backward<T: ::grad_runtime::Float>(#(#d: &mut [T],)* #(#x: &[T],)* y: &[T], g: &[T], #(#p: T),*) {
+                let n = y.len().min(g.len()) #(.min(#x.len()))* #(.min(#d.len()))*;
                 let (y, g) = (&y[..n], &g[..n]);
                 #(let #x = &#x[..n];)*
                 #(let #d = &mut #d[..n];)*
@@ -81,20 +66,15 @@ pub(super) fn kernel(region: &Region, name: &Ident, wide: &Ident) -> Option<Toke
             match lanes {
                 ::grad_runtime::dsl::Lanes::Forward { x, p, out } => {
                     if let ([#(#x),*], &[#(#p),*]) = (x, p) {
-                        forward::<T, WIDE>(out, #(#x,)* #(#p),*);
+                        forward(out, #(#x,)* #(#p),*);
                     }
                 }
                 ::grad_runtime::dsl::Lanes::Backward { x, p, y, g, d } => {
                     if let ([#(#x),*], &[#(#p),*], [#(#d),*]) = (x, p, d) {
-                        backward::<T, WIDE>(#(#d,)* #(#x,)* y, g, #(#p),*);
+                        backward(#(#d,)* #(#x,)* y, g, #(#p),*);
                     }
                 }
             }
-        }
-        #[cfg(all(not(debug_assertions), target_arch = "x86_64"))]
-        #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-        fn #wide<T: ::grad_runtime::Float>(lanes: ::grad_runtime::dsl::Lanes<'_, T>) {
-            #name::<T, true>(lanes)
         }
     })
 }

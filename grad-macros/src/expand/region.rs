@@ -4,9 +4,9 @@
 //! type, and the region becomes one `grad_runtime::dsl::fused` call
 //! beside a `static` [plan](grad_runtime::dsl::Plan): the steps, each
 //! step's source location, the counts of leaves and scalars. The runtime
-//! interprets the plan or runs the region's kernel (`kernel.rs`): one
-//! short function compiled twice, the only code a region adds to the
-//! user's crate.
+//! interprets the plan, except on a region of a few dozen elements, which
+//! runs the region's kernel (`kernel.rs`): one short function, the only
+//! code a region adds to the user's crate.
 
 use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::{quote, quote_spanned};
@@ -27,34 +27,23 @@ impl Expander {
         errors.finish(())?;
         let plan = Ident::new(&format!("__GRAD_REGION_{}", self.regions), Span::mixed_site());
         let name = Ident::new(&format!("__grad_kernel_{}", self.regions), Span::mixed_site());
-        let wide = Ident::new(&format!("__grad_kernel_wide_{}", self.regions), Span::mixed_site());
         self.regions += 1;
         self.stmts.push(declare(region, &plan));
-        // The kernels are compiled without debug assertions only: a debug
+        // The kernel is compiled without debug assertions only: a debug
         // build interprets every region (the same bits), and does not
-        // compile functions for each.
-        let region = match kernel::kernel(region, &name, &wide) {
-            Some(functions) => {
-                self.stmts.push(functions);
+        // compile a function for each.
+        let region = match kernel::kernel(region, &name) {
+            Some(function) => {
+                self.stmts.push(quote!(#[cfg(not(debug_assertions))] #function));
                 quote!(const {
                     #[cfg(not(debug_assertions))]
-                    let kernel = ::grad_runtime::dsl::kernel(#name::<_, false>);
+                    let kernel = ::grad_runtime::dsl::kernel(#name);
                     #[cfg(debug_assertions)]
                     let kernel = ::core::option::Option::None;
-                    #[cfg(all(not(debug_assertions), target_arch = "x86_64"))]
-                    let wide = ::grad_runtime::dsl::wide(#wide);
-                    #[cfg(not(all(not(debug_assertions), target_arch = "x86_64")))]
-                    let wide = ::core::option::Option::None;
-                    &::grad_runtime::dsl::Region::new(&#plan, kernel, wide)
+                    &::grad_runtime::dsl::Region::new(&#plan, kernel)
                 })
             }
-            None => quote!(const {
-                &::grad_runtime::dsl::Region::new(
-                    &#plan,
-                    ::core::option::Option::None,
-                    ::core::option::Option::None,
-                )
-            }),
+            None => quote!(const { &::grad_runtime::dsl::Region::new(&#plan, ::core::option::Option::None) }),
         };
         let tape = &self.tape;
         Ok(Value::Var(quote!(::grad_runtime::dsl::fused(#tape, #region, [#(#leaves),*], [#(#params),*]))))

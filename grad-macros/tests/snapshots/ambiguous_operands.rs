@@ -26,12 +26,10 @@ fn expansion() {
         );
         #[cfg(not(debug_assertions))]
         #[allow(clippy::too_many_arguments)]
-        #[inline(always)]
-        fn __grad_kernel_0<T: ::grad_runtime::Float, const WIDE: bool>(
+        fn __grad_kernel_0<T: ::grad_runtime::Float>(
             lanes: ::grad_runtime::dsl::Lanes<'_, T>,
         ) {
-            #[inline(always)]
-            fn forward<T: ::grad_runtime::Float, const WIDE: bool>(
+            fn forward<T: ::grad_runtime::Float>(
                 out: &mut [T],
                 x0: &[T],
                 x1: &[T],
@@ -39,9 +37,12 @@ fn expansion() {
                 x3: &[T],
                 _p0: T,
             ) {
-                let n = ::grad_runtime::dsl::lanes::count::<
-                    WIDE,
-                >(out.len().min(x0.len()).min(x1.len()).min(x2.len()).min(x3.len()));
+                let n = out
+                    .len()
+                    .min(x0.len())
+                    .min(x1.len())
+                    .min(x2.len())
+                    .min(x3.len());
                 let out = &mut out[..n];
                 let x0 = &x0[..n];
                 let x1 = &x1[..n];
@@ -59,8 +60,7 @@ fn expansion() {
                     out[j] = _s3;
                 }
             }
-            #[inline(always)]
-            fn backward<T: ::grad_runtime::Float, const WIDE: bool>(
+            fn backward<T: ::grad_runtime::Float>(
                 d0: &mut [T],
                 d1: &mut [T],
                 d2: &mut [T],
@@ -73,21 +73,17 @@ fn expansion() {
                 g: &[T],
                 _p0: T,
             ) {
-                let n = ::grad_runtime::dsl::lanes::count::<
-                    WIDE,
-                >(
-                    y
-                        .len()
-                        .min(g.len())
-                        .min(x0.len())
-                        .min(x1.len())
-                        .min(x2.len())
-                        .min(x3.len())
-                        .min(d0.len())
-                        .min(d1.len())
-                        .min(d2.len())
-                        .min(d3.len()),
-                );
+                let n = y
+                    .len()
+                    .min(g.len())
+                    .min(x0.len())
+                    .min(x1.len())
+                    .min(x2.len())
+                    .min(x3.len())
+                    .min(d0.len())
+                    .min(d1.len())
+                    .min(d2.len())
+                    .min(d3.len());
                 let (y, g) = (&y[..n], &g[..n]);
                 let x0 = &x0[..n];
                 let x1 = &x1[..n];
@@ -124,35 +120,24 @@ fn expansion() {
             match lanes {
                 ::grad_runtime::dsl::Lanes::Forward { x, p, out } => {
                     if let ([x0, x1, x2, x3], &[_p0]) = (x, p) {
-                        forward::<T, WIDE>(out, x0, x1, x2, x3, _p0);
+                        forward(out, x0, x1, x2, x3, _p0);
                     }
                 }
                 ::grad_runtime::dsl::Lanes::Backward { x, p, y, g, d } => {
                     if let ([x0, x1, x2, x3], &[_p0], [d0, d1, d2, d3]) = (x, p, d) {
-                        backward::<T, WIDE>(d0, d1, d2, d3, x0, x1, x2, x3, y, g, _p0);
+                        backward(d0, d1, d2, d3, x0, x1, x2, x3, y, g, _p0);
                     }
                 }
             }
-        }
-        #[cfg(all(not(debug_assertions), target_arch = "x86_64"))]
-        #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-        fn __grad_kernel_wide_0<T: ::grad_runtime::Float>(
-            lanes: ::grad_runtime::dsl::Lanes<'_, T>,
-        ) {
-            __grad_kernel_0::<T, true>(lanes)
         }
         ::grad_runtime::dsl::fused(
             __tape,
             const {
                 #[cfg(not(debug_assertions))]
-                let kernel = ::grad_runtime::dsl::kernel(__grad_kernel_0::<_, false>);
+                let kernel = ::grad_runtime::dsl::kernel(__grad_kernel_0);
                 #[cfg(debug_assertions)]
                 let kernel = ::core::option::Option::None;
-                #[cfg(all(not(debug_assertions), target_arch = "x86_64"))]
-                let wide = ::grad_runtime::dsl::wide(__grad_kernel_wide_0);
-                #[cfg(not(all(not(debug_assertions), target_arch = "x86_64")))]
-                let wide = ::core::option::Option::None;
-                &::grad_runtime::dsl::Region::new(&__GRAD_REGION_0, kernel, wide)
+                &::grad_runtime::dsl::Region::new(&__GRAD_REGION_0, kernel)
             },
             [
                 ::grad_runtime::dsl::IntoOperand::into_operand(lr),

@@ -16,19 +16,11 @@ fn expansion() {
         );
         #[cfg(not(debug_assertions))]
         #[allow(clippy::too_many_arguments)]
-        #[inline(always)]
-        fn __grad_kernel_0<T: ::grad_runtime::Float, const WIDE: bool>(
+        fn __grad_kernel_0<T: ::grad_runtime::Float>(
             lanes: ::grad_runtime::dsl::Lanes<'_, T>,
         ) {
-            #[inline(always)]
-            fn forward<T: ::grad_runtime::Float, const WIDE: bool>(
-                out: &mut [T],
-                x0: &[T],
-                x1: &[T],
-            ) {
-                let n = ::grad_runtime::dsl::lanes::count::<
-                    WIDE,
-                >(out.len().min(x0.len()).min(x1.len()));
+            fn forward<T: ::grad_runtime::Float>(out: &mut [T], x0: &[T], x1: &[T]) {
+                let n = out.len().min(x0.len()).min(x1.len());
                 let out = &mut out[..n];
                 let x0 = &x0[..n];
                 let x1 = &x1[..n];
@@ -40,8 +32,7 @@ fn expansion() {
                     out[j] = _s1;
                 }
             }
-            #[inline(always)]
-            fn backward<T: ::grad_runtime::Float, const WIDE: bool>(
+            fn backward<T: ::grad_runtime::Float>(
                 d0: &mut [T],
                 d1: &mut [T],
                 x0: &[T],
@@ -49,17 +40,13 @@ fn expansion() {
                 y: &[T],
                 g: &[T],
             ) {
-                let n = ::grad_runtime::dsl::lanes::count::<
-                    WIDE,
-                >(
-                    y
-                        .len()
-                        .min(g.len())
-                        .min(x0.len())
-                        .min(x1.len())
-                        .min(d0.len())
-                        .min(d1.len()),
-                );
+                let n = y
+                    .len()
+                    .min(g.len())
+                    .min(x0.len())
+                    .min(x1.len())
+                    .min(d0.len())
+                    .min(d1.len());
                 let (y, g) = (&y[..n], &g[..n]);
                 let x0 = &x0[..n];
                 let x1 = &x1[..n];
@@ -82,35 +69,24 @@ fn expansion() {
             match lanes {
                 ::grad_runtime::dsl::Lanes::Forward { x, p, out } => {
                     if let ([x0, x1], &[]) = (x, p) {
-                        forward::<T, WIDE>(out, x0, x1);
+                        forward(out, x0, x1);
                     }
                 }
                 ::grad_runtime::dsl::Lanes::Backward { x, p, y, g, d } => {
                     if let ([x0, x1], &[], [d0, d1]) = (x, p, d) {
-                        backward::<T, WIDE>(d0, d1, x0, x1, y, g);
+                        backward(d0, d1, x0, x1, y, g);
                     }
                 }
             }
-        }
-        #[cfg(all(not(debug_assertions), target_arch = "x86_64"))]
-        #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-        fn __grad_kernel_wide_0<T: ::grad_runtime::Float>(
-            lanes: ::grad_runtime::dsl::Lanes<'_, T>,
-        ) {
-            __grad_kernel_0::<T, true>(lanes)
         }
         let h = ::grad_runtime::dsl::fused(
             __tape,
             const {
                 #[cfg(not(debug_assertions))]
-                let kernel = ::grad_runtime::dsl::kernel(__grad_kernel_0::<_, false>);
+                let kernel = ::grad_runtime::dsl::kernel(__grad_kernel_0);
                 #[cfg(debug_assertions)]
                 let kernel = ::core::option::Option::None;
-                #[cfg(all(not(debug_assertions), target_arch = "x86_64"))]
-                let wide = ::grad_runtime::dsl::wide(__grad_kernel_wide_0);
-                #[cfg(not(all(not(debug_assertions), target_arch = "x86_64")))]
-                let wide = ::core::option::Option::None;
-                &::grad_runtime::dsl::Region::new(&__GRAD_REGION_0, kernel, wide)
+                &::grad_runtime::dsl::Region::new(&__GRAD_REGION_0, kernel)
             },
             [
                 ::grad_runtime::dsl::IntoOperand::into_operand(x),
@@ -132,19 +108,11 @@ fn expansion() {
         );
         #[cfg(not(debug_assertions))]
         #[allow(clippy::too_many_arguments)]
-        #[inline(always)]
-        fn __grad_kernel_1<T: ::grad_runtime::Float, const WIDE: bool>(
+        fn __grad_kernel_1<T: ::grad_runtime::Float>(
             lanes: ::grad_runtime::dsl::Lanes<'_, T>,
         ) {
-            #[inline(always)]
-            fn forward<T: ::grad_runtime::Float, const WIDE: bool>(
-                out: &mut [T],
-                x0: &[T],
-                _p0: T,
-            ) {
-                let n = ::grad_runtime::dsl::lanes::count::<
-                    WIDE,
-                >(out.len().min(x0.len()));
+            fn forward<T: ::grad_runtime::Float>(out: &mut [T], x0: &[T], _p0: T) {
+                let n = out.len().min(x0.len());
                 let out = &mut out[..n];
                 let x0 = &x0[..n];
                 for j in 0..n {
@@ -154,17 +122,14 @@ fn expansion() {
                     out[j] = _s1;
                 }
             }
-            #[inline(always)]
-            fn backward<T: ::grad_runtime::Float, const WIDE: bool>(
+            fn backward<T: ::grad_runtime::Float>(
                 d0: &mut [T],
                 x0: &[T],
                 y: &[T],
                 g: &[T],
                 _p0: T,
             ) {
-                let n = ::grad_runtime::dsl::lanes::count::<
-                    WIDE,
-                >(y.len().min(g.len()).min(x0.len()).min(d0.len()));
+                let n = y.len().min(g.len()).min(x0.len()).min(d0.len());
                 let (y, g) = (&y[..n], &g[..n]);
                 let x0 = &x0[..n];
                 let d0 = &mut d0[..n];
@@ -182,22 +147,15 @@ fn expansion() {
             match lanes {
                 ::grad_runtime::dsl::Lanes::Forward { x, p, out } => {
                     if let ([x0], &[_p0]) = (x, p) {
-                        forward::<T, WIDE>(out, x0, _p0);
+                        forward(out, x0, _p0);
                     }
                 }
                 ::grad_runtime::dsl::Lanes::Backward { x, p, y, g, d } => {
                     if let ([x0], &[_p0], [d0]) = (x, p, d) {
-                        backward::<T, WIDE>(d0, x0, y, g, _p0);
+                        backward(d0, x0, y, g, _p0);
                     }
                 }
             }
-        }
-        #[cfg(all(not(debug_assertions), target_arch = "x86_64"))]
-        #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-        fn __grad_kernel_wide_1<T: ::grad_runtime::Float>(
-            lanes: ::grad_runtime::dsl::Lanes<'_, T>,
-        ) {
-            __grad_kernel_1::<T, true>(lanes)
         }
         (
             __t0,
@@ -205,16 +163,10 @@ fn expansion() {
                 __tape,
                 const {
                     #[cfg(not(debug_assertions))]
-                    let kernel = ::grad_runtime::dsl::kernel(
-                        __grad_kernel_1::<_, false>,
-                    );
+                    let kernel = ::grad_runtime::dsl::kernel(__grad_kernel_1);
                     #[cfg(debug_assertions)]
                     let kernel = ::core::option::Option::None;
-                    #[cfg(all(not(debug_assertions), target_arch = "x86_64"))]
-                    let wide = ::grad_runtime::dsl::wide(__grad_kernel_wide_1);
-                    #[cfg(not(all(not(debug_assertions), target_arch = "x86_64")))]
-                    let wide = ::core::option::Option::None;
-                    &::grad_runtime::dsl::Region::new(&__GRAD_REGION_1, kernel, wide)
+                    &::grad_runtime::dsl::Region::new(&__GRAD_REGION_1, kernel)
                 },
                 [::grad_runtime::dsl::Operand::Var(s)],
                 [::grad_runtime::dsl::lit(1.0f32, 1.0f64)],

@@ -24,7 +24,6 @@ fn expansion() {
                 &::grad_runtime::dsl::Region::new(
                     &__GRAD_REGION_0,
                     ::core::option::Option::None,
-                    ::core::option::Option::None,
                 )
             },
             [::grad_runtime::dsl::Operand::Var(x)],

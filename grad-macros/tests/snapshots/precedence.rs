@@ -30,12 +30,10 @@ fn expansion() {
         );
         #[cfg(not(debug_assertions))]
         #[allow(clippy::too_many_arguments)]
-        #[inline(always)]
-        fn __grad_kernel_0<T: ::grad_runtime::Float, const WIDE: bool>(
+        fn __grad_kernel_0<T: ::grad_runtime::Float>(
             lanes: ::grad_runtime::dsl::Lanes<'_, T>,
         ) {
-            #[inline(always)]
-            fn forward<T: ::grad_runtime::Float, const WIDE: bool>(
+            fn forward<T: ::grad_runtime::Float>(
                 out: &mut [T],
                 x0: &[T],
                 x1: &[T],
@@ -43,17 +41,13 @@ fn expansion() {
                 x3: &[T],
                 x4: &[T],
             ) {
-                let n = ::grad_runtime::dsl::lanes::count::<
-                    WIDE,
-                >(
-                    out
-                        .len()
-                        .min(x0.len())
-                        .min(x1.len())
-                        .min(x2.len())
-                        .min(x3.len())
-                        .min(x4.len()),
-                );
+                let n = out
+                    .len()
+                    .min(x0.len())
+                    .min(x1.len())
+                    .min(x2.len())
+                    .min(x3.len())
+                    .min(x4.len());
                 let out = &mut out[..n];
                 let x0 = &x0[..n];
                 let x1 = &x1[..n];
@@ -74,8 +68,7 @@ fn expansion() {
                     out[j] = _s4;
                 }
             }
-            #[inline(always)]
-            fn backward<T: ::grad_runtime::Float, const WIDE: bool>(
+            fn backward<T: ::grad_runtime::Float>(
                 d0: &mut [T],
                 d1: &mut [T],
                 d2: &mut [T],
@@ -89,23 +82,19 @@ fn expansion() {
                 y: &[T],
                 g: &[T],
             ) {
-                let n = ::grad_runtime::dsl::lanes::count::<
-                    WIDE,
-                >(
-                    y
-                        .len()
-                        .min(g.len())
-                        .min(x0.len())
-                        .min(x1.len())
-                        .min(x2.len())
-                        .min(x3.len())
-                        .min(x4.len())
-                        .min(d0.len())
-                        .min(d1.len())
-                        .min(d2.len())
-                        .min(d3.len())
-                        .min(d4.len()),
-                );
+                let n = y
+                    .len()
+                    .min(g.len())
+                    .min(x0.len())
+                    .min(x1.len())
+                    .min(x2.len())
+                    .min(x3.len())
+                    .min(x4.len())
+                    .min(d0.len())
+                    .min(d1.len())
+                    .min(d2.len())
+                    .min(d3.len())
+                    .min(d4.len());
                 let (y, g) = (&y[..n], &g[..n]);
                 let x0 = &x0[..n];
                 let x1 = &x1[..n];
@@ -149,7 +138,7 @@ fn expansion() {
             match lanes {
                 ::grad_runtime::dsl::Lanes::Forward { x, p, out } => {
                     if let ([x0, x1, x2, x3, x4], &[]) = (x, p) {
-                        forward::<T, WIDE>(out, x0, x1, x2, x3, x4);
+                        forward(out, x0, x1, x2, x3, x4);
                     }
                 }
                 ::grad_runtime::dsl::Lanes::Backward { x, p, y, g, d } => {
@@ -158,33 +147,19 @@ fn expansion() {
                         p,
                         d,
                     ) {
-                        backward::<
-                            T,
-                            WIDE,
-                        >(d0, d1, d2, d3, d4, x0, x1, x2, x3, x4, y, g);
+                        backward(d0, d1, d2, d3, d4, x0, x1, x2, x3, x4, y, g);
                     }
                 }
             }
-        }
-        #[cfg(all(not(debug_assertions), target_arch = "x86_64"))]
-        #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-        fn __grad_kernel_wide_0<T: ::grad_runtime::Float>(
-            lanes: ::grad_runtime::dsl::Lanes<'_, T>,
-        ) {
-            __grad_kernel_0::<T, true>(lanes)
         }
         ::grad_runtime::dsl::fused(
             __tape,
             const {
                 #[cfg(not(debug_assertions))]
-                let kernel = ::grad_runtime::dsl::kernel(__grad_kernel_0::<_, false>);
+                let kernel = ::grad_runtime::dsl::kernel(__grad_kernel_0);
                 #[cfg(debug_assertions)]
                 let kernel = ::core::option::Option::None;
-                #[cfg(all(not(debug_assertions), target_arch = "x86_64"))]
-                let wide = ::grad_runtime::dsl::wide(__grad_kernel_wide_0);
-                #[cfg(not(all(not(debug_assertions), target_arch = "x86_64")))]
-                let wide = ::core::option::Option::None;
-                &::grad_runtime::dsl::Region::new(&__GRAD_REGION_0, kernel, wide)
+                &::grad_runtime::dsl::Region::new(&__GRAD_REGION_0, kernel)
             },
             [
                 ::grad_runtime::dsl::IntoOperand::into_operand(a),

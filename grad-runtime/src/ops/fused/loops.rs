@@ -10,7 +10,6 @@
 
 use ndarray::IxDyn;
 
-use super::lanes::{self, Compiled};
 use super::tile::{self, Program, Source, Val};
 use crate::Float;
 use crate::broadcast::broadcast_strides;
@@ -20,11 +19,6 @@ use crate::parallel::{self, CHUNK, worth_it};
 /// The block of `sum_slice`'s pairwise tree (`ops/reduce.rs`): a folded
 /// sum forms the same tree to give the same bits.
 const SUM_BLOCK: usize = 1024;
-
-/// The most elements a kernel computes in one call on a large region: the
-/// length of the lanes it copies (a repeated leaf, a gradient not
-/// wanted), which stay in the L1 cache.
-const PIECE: usize = 1024;
 
 /// A region input: its values and shape.
 #[derive(Clone, Copy)]
@@ -79,7 +73,13 @@ impl<'a, T: Float, const C: usize> Walk<'a, T, C> {
             return sources;
         };
         let last = self.shape.len() - 1;
-        let offsets = self.offsets(strides, start, len);
+        let mut offsets = [0usize; C];
+        let mut row = start / len.max(1);
+        for axis in (0..last).rev() {
+            let index = row % self.shape[axis];
+            row /= self.shape[axis];
+            offsets.iter_mut().zip(&strides[..self.inputs.len()]).for_each(|(o, s)| *o += index * s[axis]);
+        }
         for (k, (source, input)) in sources.iter_mut().zip(self.inputs).enumerate() {
             let (data, offset) = (input.data, offsets[k]);
             *source = if strides[k][last] == 1 {
@@ -89,33 +89,6 @@ impl<'a, T: Float, const C: usize> Walk<'a, T, C> {
             };
         }
         sources
-    }
-
-    /// The inputs as a kernel reads them along the row of `len` elements
-    /// at output position `start` of a walk by rows: a row each, or one
-    /// element repeated.
-    fn row(&self, strides: &[IxDyn; C], start: usize, len: usize) -> [Input<'a, T>; C] {
-        let last = self.shape.len() - 1;
-        let offsets = self.offsets(strides, start, len);
-        let mut row = [Input { data: &[][..], shape: &[][..] }; C];
-        for (k, (x, input)) in row.iter_mut().zip(self.inputs).enumerate() {
-            let (offset, along) = (offsets[k], if strides[k][last] == 1 { len } else { 1 });
-            *x = Input { data: &input.data[offset..offset + along], shape: input.shape };
-        }
-        row
-    }
-
-    /// Where each input's values for the row at output position `start`
-    /// begin, on a walk by rows of `len` elements.
-    fn offsets(&self, strides: &[IxDyn; C], start: usize, len: usize) -> [usize; C] {
-        let mut offsets = [0usize; C];
-        let mut row = start / len.max(1);
-        for axis in (0..self.shape.len() - 1).rev() {
-            let index = row % self.shape[axis];
-            row /= self.shape[axis];
-            offsets.iter_mut().zip(&strides[..self.inputs.len()]).for_each(|(o, s)| *o += index * s[axis]);
-        }
-        offsets
     }
 }
 
@@ -141,40 +114,14 @@ fn small<'a, T: Float, const C: usize>(
     Some(x)
 }
 
-/// The inputs along `len` elements from `start`, every input read flat
-/// (a one-element input as it is).
-fn along<'a, T: Copy, const C: usize>(inputs: &[Input<'a, T>], start: usize, len: usize) -> [Input<'a, T>; C] {
-    let mut along = [Input { data: &[][..], shape: &[][..] }; C];
-    for (a, input) in along.iter_mut().zip(inputs) {
-        let data = if input.data.len() == 1 { input.data } else { &input.data[start..start + len] };
-        *a = Input { data, shape: input.shape };
-    }
-    along
-}
-
-/// `out = root(inputs)` over the output's `shape`, by the region's
-/// `kernel` when it has one that runs here: over the inputs read flat, or
-/// row by row where one is broadcast and the rows are long enough
-/// ([`Compiled::pays_on_rows`]).
+/// `out = root(inputs)` over the output's `shape`.
 pub(crate) fn forward<T: Float, const C: usize>(
     prog: &Program<'_, T>,
-    kernel: Option<Compiled<T>>,
     inputs: &[Input<'_, T>],
     shape: &[usize],
     out: &mut [T],
 ) {
     let n = inputs.len();
-    if let Some(kernel) = kernel.filter(|_| lanes::flat(inputs, out.len())) {
-        if out.len() <= PIECE {
-            return lanes::forward::<T, C>(kernel, inputs, prog.params, out);
-        }
-        return parallel::for_each_chunk(out, |start, chunk| {
-            for (p, piece) in chunk.chunks_mut(PIECE).enumerate() {
-                let x = along::<T, C>(inputs, start + p * PIECE, piece.len());
-                lanes::forward::<T, C>(kernel, &x[..n], prog.params, piece);
-            }
-        });
-    }
     if let Some(x) = small::<T, C>(prog, inputs, out.len()) {
         let scratch = prog.small_forward_scratch(out.len());
         return T::with_scratch(scratch, |s| tile::forward_small(prog, &x[..n], out, s));
@@ -185,24 +132,14 @@ pub(crate) fn forward<T: Float, const C: usize>(
         let sources = walk.sources(start, out.len());
         T::with_scratch(scratch, |s| tile::forward_segment::<T, C>(prog, &sources[..n], out, s));
     };
-    match (walk.unit(), &walk.strides) {
-        (1, None) => parallel::for_each_chunk(out, segment),
-        (0, _) => {}
-        (unit, strides) => {
-            let kernel = kernel.zip(strides.as_ref()).filter(|(k, _)| k.pays_on_rows(unit));
-            parallel::for_each_rows(out, unit, |first, rows| {
-                for (r, row) in rows.chunks_mut(unit).enumerate() {
-                    let start = (first + r) * unit;
-                    match kernel {
-                        Some((kernel, strides)) => {
-                            let x = walk.row(strides, start, unit);
-                            lanes::forward::<T, C>(kernel, &x[..n], prog.params, row);
-                        }
-                        None => segment(start, row),
-                    }
-                }
-            })
-        }
+    match walk.unit() {
+        1 if walk.strides.is_none() => parallel::for_each_chunk(out, segment),
+        0 => {}
+        unit => parallel::for_each_rows(out, unit, |first, rows| {
+            for (r, row) in rows.chunks_mut(unit).enumerate() {
+                segment((first + r) * unit, row);
+            }
+        }),
     }
 }
 
@@ -253,13 +190,9 @@ fn sum_tree<T: Float, const C: usize>(
 /// Writes each wanted input's gradient on the output's `shape` into
 /// `outs[k]` (empty for an input not wanted). `y` is the region's value
 /// (`None` for a folded region, which recomputes it), `g` its gradient,
-/// one value per element or one for all. The region's `kernel` computes
-/// them when it has one that runs here and the region is not folded, as
-/// in [`forward`].
-#[allow(clippy::too_many_arguments)]
+/// one value per element or one for all.
 pub(crate) fn backward<T: Float, const C: usize>(
     prog: &Program<'_, T>,
-    kernel: Option<Compiled<T>>,
     inputs: &[Input<'_, T>],
     shape: &[usize],
     y: Option<&[T]>,
@@ -268,11 +201,6 @@ pub(crate) fn backward<T: Float, const C: usize>(
 ) {
     let total = shape.iter().product::<usize>();
     let n = inputs.len();
-    if let (Some(kernel), Some(y), Source::Slice(g)) = (kernel, y, g)
-        && lanes::flat(inputs, total)
-    {
-        return backward_compiled(kernel, prog.params, inputs, y, g, outs);
-    }
     if let Some(x) = small::<T, C>(prog, inputs, total) {
         let g = match g {
             Source::Slice(g) => Val::Each(g),
@@ -297,25 +225,10 @@ pub(crate) fn backward<T: Float, const C: usize>(
         let sources = walk.sources(start, len);
         T::with_scratch(scratch, |s| tile::backward_segment(prog, &sources[..n], y, g, &mut outs, len, s));
     };
-    let row_kernel = match (kernel, &walk.strides, y, g) {
-        (Some(kernel), Some(strides), Some(y), Source::Slice(g)) if kernel.pays_on_rows(unit) => {
-            Some((kernel, strides, y, g))
-        }
-        _ => None,
-    };
     let rows = |start: usize, len: usize, mut outs: [&mut [T]; C]| {
         for row in (0..len).step_by(unit) {
-            let mut row_outs =
-                outs.each_mut().map(|o| if o.is_empty() { &mut [][..] } else { &mut o[row..row + unit] });
-            let at = start + row;
-            match row_kernel {
-                Some((kernel, strides, y, g)) => {
-                    let x = walk.row(strides, at, unit);
-                    let (y, g) = (&y[at..at + unit], &g[at..at + unit]);
-                    lanes::backward::<T, C>(kernel, &x[..n], prog.params, y, g, &mut row_outs);
-                }
-                None => segment(at, unit, row_outs),
-            }
+            let row_outs = outs.each_mut().map(|o| if o.is_empty() { &mut [][..] } else { &mut o[row..row + unit] });
+            segment(start + row, unit, row_outs);
         }
     };
     let flat = walk.strides.is_none();
@@ -326,33 +239,6 @@ pub(crate) fn backward<T: Float, const C: usize>(
         return run(0, total, outs);
     }
     parallel::run(true, || split(0, total, unit, true, outs, &run));
-}
-
-/// [`backward`] by a region's kernel, from the region's value `y` and
-/// its gradient `g`.
-fn backward_compiled<T: Float, const C: usize>(
-    kernel: Compiled<T>,
-    params: &[T],
-    inputs: &[Input<'_, T>],
-    y: &[T],
-    g: &[T],
-    mut outs: [&mut [T]; C],
-) {
-    let (n, total) = (inputs.len(), y.len());
-    if total <= PIECE {
-        return lanes::backward::<T, C>(kernel, inputs, params, y, g, &mut outs);
-    }
-    let segment = |start: usize, len: usize, mut outs: [&mut [T]; C]| {
-        for at in (0..len).step_by(PIECE) {
-            let (from, piece) = (start + at, PIECE.min(len - at));
-            let mut piece_outs =
-                outs.each_mut().map(|o| if o.is_empty() { &mut [][..] } else { &mut o[at..at + piece] });
-            let x = along::<T, C>(inputs, from, piece);
-            let (y, g) = (&y[from..from + piece], &g[from..from + piece]);
-            lanes::backward::<T, C>(kernel, &x[..n], params, y, g, &mut piece_outs);
-        }
-    };
-    parallel::run(worth_it(total), || split(0, total, PIECE, worth_it(total), outs, &segment));
 }
 
 /// Runs `f(start, len, outs)` over `0..total` cut into halves of whole

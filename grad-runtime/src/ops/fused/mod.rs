@@ -6,20 +6,18 @@
 //! The macro writes, for each region, a `static` [`Plan`]: the region's
 //! ops in order (`plan.rs`) and each op's source location, checked and
 //! analysed when the user's crate is compiled; and most often a kernel,
-//! the region as one loop of straight-line arithmetic, compiled for the
-//! crate's target and with AVX-512, which a region read flat runs instead
-//! of the interpreter where it pays (`lanes.rs`).
+//! the region as one loop of straight-line arithmetic, which a region of
+//! a few dozen elements runs instead of the interpreter (`lanes.rs`).
 //! [`fused`] checks the plan as the unfused ops would check themselves
 //! (`check.rs`), interprets it over the inputs (`tile.rs`, laid over
 //! tensors and threads by `loops.rs`) or runs the kernel, and records the
-//! node, which keeps its [`Region`] (plan and kernels), one input
+//! node, which keeps its [`Region`] (plan and kernel), one input
 //! inline or several in a pooled index buffer, and its scalars inline (up
 //! to two) or in a pooled buffer: no `Box`, so a training step that
 //! rewinds its tape still allocates nothing. The interpreter is compiled
 //! once, in this crate, for `f32` and `f64` (reached through the sealed
 //! side of `Float`), so a `grad!` block costs its crate a table of data, a
-//! call and (without debug assertions) one short kernel a region,
-//! compiled twice.
+//! call and (without debug assertions) one short kernel a region.
 //!
 //! A region in which a value that carries a gradient is broadcast to a
 //! larger shape is differentiated on whole tensors instead (`whole.rs`),
@@ -43,8 +41,7 @@ use std::panic::Location;
 
 use ndarray::{Dimension, IxDyn};
 
-use lanes::Compiled;
-pub use lanes::{Kernel, Lanes, Region, WideKernel, kernel, wide};
+pub use lanes::{Kernel, Lanes, Region, kernel};
 use loops::Input;
 pub use plan::{Func, Plan, Src, Step, StepOp, step};
 use tile::{MAX_LEAVES, Program, Source};
@@ -289,7 +286,7 @@ fn record_in<T: Float, const C: usize>(
         live: plan::Bits::NONE,
         wanted: 0,
     };
-    let out = compute::<T, C>(tp, region, &prog, ids, leaf_scalars, checked, site);
+    let out = compute::<T, C>(tp, plan, region.kernel, &prog, ids, leaf_scalars, checked, site);
     tp.push_output(op, out)
 }
 
@@ -301,14 +298,15 @@ fn record_in<T: Float, const C: usize>(
 #[allow(clippy::too_many_arguments)]
 fn compute<T: Float, const C: usize>(
     tp: &mut Tape<T>,
-    region: &Region<T>,
+    plan: &Plan,
+    kernel: Option<Kernel<T>>,
     prog: &Program<'_, T>,
     ids: &[NodeId],
     leaf_scalars: &[T],
     checked: check::Checked,
     site: &'static Location<'static>,
 ) -> Option<Tensor<T>> {
-    let (plan, shape) = (region.plan, checked.shape);
+    let shape = checked.shape;
     let total = shape.size();
     // The tensor leaves, for an error's shapes (on the stack: no allocation per step).
     let (mut nodes, mut count) = ([0; C], 0);
@@ -327,8 +325,9 @@ fn compute<T: Float, const C: usize>(
     let n = ids.len();
     if fold.is_none() {
         let inputs = &inputs_of::<T, C>(ids, |id| tp.value_of(id), leaf_scalars)[..n];
-        let kernel = Compiled::pick(region, total);
-        loops::forward::<T, C>(prog, kernel, inputs, shape.slice(), &mut out.data);
+        if !kernel.is_some_and(|k| lanes::forward::<T, C>(k, inputs, prog.params, &mut out.data)) {
+            loops::forward::<T, C>(prog, inputs, shape.slice(), &mut out.data);
+        }
     } else {
         // Broadcast inputs: the values are stored, then summed by `sum_slice`.
         let flat = ids.iter().all(|&id| id == SCALAR_LEAF || loops::is_flat(tp.value_of(id).len(), total));
@@ -336,7 +335,7 @@ fn compute<T: Float, const C: usize>(
         let inputs = inputs_of::<T, C>(ids, |id| tp.value_of(id), leaf_scalars);
         let inputs = &inputs[..n];
         let sum = loops::sum::<T, C>(prog, inputs, shape.slice()).unwrap_or_else(|| {
-            loops::forward::<T, C>(prog, None, inputs, shape.slice(), &mut stored);
+            loops::forward::<T, C>(prog, inputs, shape.slice(), &mut stored);
             sum_slice(&stored)
         });
         out.data[0] = sum;
@@ -432,9 +431,14 @@ fn backward_in<T: Float, const C: usize>(
             *partial = sink.scratch_for(ids[k], total);
         }
     }
-    let outs = partials.each_mut().map(|buffer| buffer.as_mut_slice());
-    let kernel = Compiled::pick(node.region, total);
-    loops::backward::<T, C>(&prog, kernel, inputs, shape, y, seed, outs);
+    let mut outs = partials.each_mut().map(|buffer| buffer.as_mut_slice());
+    let compiled = match (node.region.kernel, y, seed) {
+        (Some(k), Some(y), Source::Slice(g)) => lanes::backward::<T, C>(k, inputs, params, y, g, &mut outs),
+        _ => false,
+    };
+    if !compiled {
+        loops::backward::<T, C>(&prog, inputs, shape, y, seed, outs);
+    }
     for (k, partial) in partials.into_iter().enumerate().take(n) {
         if wanted & (1 << k) != 0 {
             contribute(sink, ids[k], partial, shape);

@@ -53,7 +53,7 @@ fn a_chain_equals_its_ops_for_every_size() {
         let x0 = random(&[n], n as u64);
         let mut fused_tape = Tape::<f32>::new();
         let x = fused_tape.param(&x0);
-        let y = fused(&mut fused_tape, const { &Region::new(&CHAIN, None, None) }, [Operand::Var(x)], [0.9, 0.1]);
+        let y = fused(&mut fused_tape, const { &Region::new(&CHAIN, None) }, [Operand::Var(x)], [0.9, 0.1]);
         let loss = g_sum(&mut fused_tape, y);
         fused_tape.backward(loss).unwrap();
         assert_eq!(fused_tape.len(), 3);
@@ -76,7 +76,7 @@ fn a_folded_sum_equals_its_ops_in_the_same_tree() {
         let x0 = random(&[n], 7);
         let mut fused_tape = Tape::<f32>::new();
         let x = fused_tape.param(&x0);
-        let loss = fused(&mut fused_tape, const { &Region::new(&SUM_SIGMOID_X, None, None) }, [Operand::Var(x)], []);
+        let loss = fused(&mut fused_tape, const { &Region::new(&SUM_SIGMOID_X, None) }, [Operand::Var(x)], []);
         fused_tape.backward(loss).unwrap();
 
         let mut tape = Tape::<f32>::new();
@@ -108,7 +108,7 @@ fn broadcast_inputs_walk_by_rows_and_sum_their_gradients_back() {
         let (a0, b0, c0) = (random(sa, 1), random(sb, 2), random(sc, 3));
         let mut fused_tape = Tape::<f32>::new();
         let [a, b, c] = [&a0, &b0, &c0].map(|v| fused_tape.param(v));
-        let y = fused(&mut fused_tape, const { &Region::new(&ADD_MUL, None, None) }, [a, b, c].map(Operand::Var), []);
+        let y = fused(&mut fused_tape, const { &Region::new(&ADD_MUL, None) }, [a, b, c].map(Operand::Var), []);
         let loss = g_sum(&mut fused_tape, y);
         fused_tape.backward(loss).unwrap();
 
@@ -133,7 +133,7 @@ fn broadcast_inputs_walk_by_rows_and_sum_their_gradients_back() {
 fn a_shape_error_is_the_unfused_ops_error_at_its_site() {
     let mut tape = Tape::<f32>::new();
     let (a, b, c) = (tape.param(random(&[4, 3], 1)), tape.param(random(&[2], 2)), tape.param(random(&[3], 3)));
-    let y = fused(&mut tape, const { &Region::new(&ADD_MUL, None, None) }, [a, b, c].map(Operand::Var), []);
+    let y = fused(&mut tape, const { &Region::new(&ADD_MUL, None) }, [a, b, c].map(Operand::Var), []);
     assert!(y.is_poisoned());
     let err = tape.error().unwrap();
     assert_eq!(err.op(), "g_add");
@@ -143,7 +143,7 @@ fn a_shape_error_is_the_unfused_ops_error_at_its_site() {
 
     let mut tape = Tape::<f32>::new();
     let (a, b, c) = (tape.param(random(&[4, 3], 1)), tape.param(random(&[3], 2)), tape.param(random(&[5], 3)));
-    fused(&mut tape, const { &Region::new(&ADD_MUL, None, None) }, [a, b, c].map(Operand::Var), []);
+    fused(&mut tape, const { &Region::new(&ADD_MUL, None) }, [a, b, c].map(Operand::Var), []);
     let err = tape.error().unwrap();
     assert_eq!((err.op(), err.shapes()), ("g_mul", &[vec![4, 3], vec![5]][..]));
     assert_eq!(err.location(), ADD_MUL.sites[1]);
@@ -155,7 +155,7 @@ fn rust_scalar_leaves_are_splatted() {
     let c = tape.param(ndarray::array![1.0, 2.0]);
     let y = fused(
         &mut tape,
-        const { &Region::new(&ADD_MUL, None, None) },
+        const { &Region::new(&ADD_MUL, None) },
         [Operand::Scalar(0.5), Operand::Scalar(0.25), Operand::Var(c)],
         [],
     );
@@ -180,15 +180,14 @@ fn a_nodes_scalars_are_inline_up_to_two_and_pooled_beyond() {
     // Two Rust scalars: inline; the node's one buffer holds its three leaves.
     let inline = fused(
         &mut tape,
-        const { &Region::new(&ADD_MUL, None, None) },
+        const { &Region::new(&ADD_MUL, None) },
         [Operand::Scalar(0.5), Operand::Scalar(0.25), Operand::Var(x)],
         [],
     );
     let saved = tape.memory().saved;
     assert_eq!(saved, 3 * size_of::<usize>());
     // Three parameters: a pooled buffer of three (its one leaf is inline).
-    let pooled =
-        fused(&mut tape, const { &Region::new(&CLAMP_SCALED, None, None) }, [Operand::Var(x)], [2.0, -1.0, 4.0]);
+    let pooled = fused(&mut tape, const { &Region::new(&CLAMP_SCALED, None) }, [Operand::Var(x)], [2.0, -1.0, 4.0]);
     assert_eq!(tape.memory().saved, saved + 3 * size_of::<f64>());
     assert_eq!(tape.value(inline), ndarray::array![-1.5, 0.375, 2.25].into_dyn());
     assert_eq!(tape.value(pooled), ndarray::array![-1.0, 1.0, 4.0].into_dyn());
@@ -229,86 +228,59 @@ fn the_plans_live_steps_are_those_of_every_leaf_wanted() {
 }
 
 /// A kernel for [`ADD_MUL`] that marks what it computed: each value is
-/// its first leaf's plus `mark`, each gradient its leaf's number plus
-/// `mark / 1000`.
-fn marking(lanes: super::Lanes<'_, f64>, mark: f64) {
+/// its first leaf's plus 1000, each gradient its leaf's number plus one.
+fn marking_kernel(lanes: super::Lanes<'_, f64>) {
     match lanes {
         super::Lanes::Forward { x, out, .. } => {
             assert!(x.len() == 3 && x.iter().all(|x| x.len() == out.len()));
-            out.iter_mut().zip(x[0]).for_each(|(o, a)| *o = a + mark);
+            out.iter_mut().zip(x[0]).for_each(|(o, a)| *o = a + 1000.0);
         }
         super::Lanes::Backward { x, y, g, d, .. } => {
             assert!(x.len() == 3 && d.len() == 3 && [y.len(), g.len()].iter().all(|&n| n == x[0].len()));
             for (i, d) in d.iter_mut().enumerate() {
                 assert_eq!(d.len(), y.len());
-                d.fill(i as f64 + mark / 1000.0);
+                d.fill(i as f64 + 1.0);
             }
         }
     }
 }
 
-fn marking_kernel(lanes: super::Lanes<'_, f64>) {
-    marking(lanes, 1000.0);
-}
-
-/// The AVX-512 kernel: another mark.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-fn marking_wide(lanes: super::Lanes<'_, f64>) {
-    marking(lanes, 2000.0);
-}
-
-/// The mark of the kernel that runs `region` on `n` elements, if one does.
-fn mark_of(region: &Region<f64>, n: usize) -> Option<f64> {
-    let wide = region.wide.is_some() && crate::simd::level() == crate::simd::Level::Avx512;
-    if wide { Some(2000.0) } else { (region.kernel.is_some() && n <= super::lanes::KERNEL_MAX).then_some(1000.0) }
-}
-
 #[test]
-fn a_region_read_flat_runs_its_wide_kernel_at_any_size_and_its_baseline_kernel_up_to_kernel_max() {
-    static MARKED: Region<f64> = Region::new(&ADD_MUL, super::kernel(marking_kernel), None);
-    #[cfg(target_arch = "x86_64")]
-    static MARKED_WIDE: Region<f64> = Region::new(&ADD_MUL, super::kernel(marking_kernel), super::wide(marking_wide));
-    #[cfg(not(target_arch = "x86_64"))]
-    static MARKED_WIDE: Region<f64> = Region::new(&ADD_MUL, super::kernel(marking_kernel), None);
+fn a_region_of_at_most_kernel_max_elements_read_flat_runs_its_kernel() {
+    static MARKED: Region<f64> = Region::new(&ADD_MUL, super::kernel(marking_kernel));
     let max = super::lanes::KERNEL_MAX;
-    // Short ones padded to a turn of the wide kernel; long ones cut into
-    // pieces, and over threads.
-    let sizes = [1, 2, 16, 31, max - 1, max, max + 1, 4 * max, 3 * 1024 + 5, (1 << 17) + 3];
-    for (region, n) in [&MARKED, &MARKED_WIDE].into_iter().flat_map(|r| sizes.map(|n| (r, n))) {
+    for n in [1, 2, 16, max - 1, max, max + 1, 4 * max] {
         let mut tape = Tape::<f64>::new();
         let a0 = ArrayD::from_shape_fn(IxDyn(&[n]), |i| i[0] as f64);
         let (a, b) = (tape.param(&a0), tape.param(ArrayD::from_elem(IxDyn(&[n]), 2.0)));
         let c = tape.constant(ArrayD::from_elem(IxDyn(&[n]), 3.0));
         // A Rust scalar leaf (repeated for the kernel) and a constant one,
         // whose gradient is not wanted (computed into spare lanes).
-        let y = fused(&mut tape, region, [Operand::Var(a), Operand::Var(b), Operand::Var(c)], []);
-        let z = fused(&mut tape, region, [Operand::Scalar(0.5), Operand::Var(b), Operand::Var(c)], []);
+        let y = fused(&mut tape, &MARKED, [Operand::Var(a), Operand::Var(b), Operand::Var(c)], []);
+        let z = fused(&mut tape, &MARKED, [Operand::Scalar(0.5), Operand::Var(b), Operand::Var(c)], []);
         let (ys, zs) = (g_sum(&mut tape, y), g_sum(&mut tape, z));
         let loss = g_add(&mut tape, ys, zs);
         tape.backward(loss).unwrap();
+        let compiled = n <= max;
         let (ga, gb) = (tape.grad(a).to_owned(), tape.grad(b).to_owned());
         let (y, z) = (tape.value(y), tape.value(z));
         for j in 0..n {
             let a = j as f64;
-            let expected = match mark_of(region, n) {
-                Some(m) => [a + m, 0.5 + m, m / 1000.0, 2.0 * (1.0 + m / 1000.0)],
-                None => [(a + 2.0) * 3.0, 7.5, 3.0, 6.0],
-            };
-            assert_eq!([y[j], z[j], ga[j], gb[j]], expected, "n = {n}, j = {j}");
+            if compiled {
+                assert_eq!([y[j], z[j], ga[j], gb[j]], [a + 1000.0, 1000.5, 1.0, 4.0], "n = {n}");
+            } else {
+                assert_eq!([y[j], z[j], ga[j], gb[j]], [(a + 2.0) * 3.0, 7.5, 3.0, 6.0], "n = {n}");
+            }
         }
     }
     // A leaf of one element whose gradient is wanted: the kernel's
     // gradient along the region (its marks), summed back to the leaf.
-    for region in [&MARKED, &MARKED_WIDE] {
-        let mut tape = Tape::<f64>::new();
-        let a = tape.param(ArrayD::from_elem(IxDyn(&[1]), 1.0));
-        let (b, c) = (tape.param(ArrayD::from_elem(IxDyn(&[4]), 2.0)), tape.param(ArrayD::from_elem(IxDyn(&[4]), 3.0)));
-        let y = fused(&mut tape, region, [a, b, c].map(Operand::Var), []);
-        let loss = g_sum(&mut tape, y);
-        tape.backward(loss).unwrap();
-        let m = mark_of(region, 4).unwrap() / 1000.0;
-        assert_eq!(tape.grad(a).as_slice().unwrap(), &[4.0 * m]);
-        assert_eq!(tape.grad(b).as_slice().unwrap(), &[1.0 + m; 4]);
-    }
+    let mut tape = Tape::<f64>::new();
+    let a = tape.param(ArrayD::from_elem(IxDyn(&[1]), 1.0));
+    let (b, c) = (tape.param(ArrayD::from_elem(IxDyn(&[4]), 2.0)), tape.param(ArrayD::from_elem(IxDyn(&[4]), 3.0)));
+    let y = fused(&mut tape, &MARKED, [a, b, c].map(Operand::Var), []);
+    let loss = g_sum(&mut tape, y);
+    tape.backward(loss).unwrap();
+    assert_eq!(tape.grad(a).as_slice().unwrap(), &[4.0]);
+    assert_eq!(tape.grad(b).as_slice().unwrap(), &[2.0; 4]);
 }
