@@ -3,6 +3,11 @@
 //! op reports, which is the DSL sub-expression's, not the macro's, also
 //! inside a fused region (whose error is the one its `#[nofuse]` form
 //! records).
+//!
+//! It forbids unsafe code, as a user's crate may: an expansion, its
+//! kernels included, has none.
+
+#![forbid(unsafe_code)]
 
 use grad_runtime::{ErrorKind, GradError, Tape, grad};
 use ndarray::{Array1, Array2, Array3};
@@ -274,4 +279,50 @@ fn declared_ids_bind_their_symbols_and_a_contradiction_poisons_the_tape() {
     );
     assert_eq!(err.shapes(), &[vec![3, 2]]);
     assert_eq!((err.location().line(), err.location().column()), (line, column_of(line, "transposed: [B")));
+}
+
+/// A region and a folded region at every size: within the kernel's 64
+/// elements and beyond, one tile and many, and over threads; their values
+/// and gradients are the unfused ops' bits (every input is read once).
+#[test]
+fn regions_of_every_size_give_the_unfused_bits() {
+    let run = |n: usize, fuse: bool| {
+        let mut tape = Tape::<f64>::new();
+        let x = tape.param(Array1::from_shape_fn(n, |i| (i as f64 * 0.37).sin() * 3.0));
+        let w = tape.param(Array1::from_shape_fn(n, |i| (i as f64 * 0.11).cos()));
+        let s = 0.75;
+        let (y, loss) = if fuse {
+            grad!(tape; let y = tanh(x * s + 0.1); (y, sum(sigmoid(y) * w)))
+        } else {
+            grad!(#[nofuse] tape; let y = tanh(x * s + 0.1); (y, sum(sigmoid(y) * w)))
+        };
+        tape.backward(loss).unwrap();
+        let values: Vec<f64> = tape.value(y).iter().copied().chain([tape.scalar(loss)]).collect();
+        let grads: Vec<Vec<f64>> = [x, w, y].iter().map(|&v| tape.grad(v).iter().copied().collect()).collect();
+        (values, grads)
+    };
+    for n in [1, 5, 31, 64, 65, 1000, 3 * 1024 + 5, (1 << 17) + 3] {
+        assert!(run(n, true) == run(n, false), "n = {n}");
+    }
+}
+
+/// Regions walked row by row (a row and a column broadcast), short rows
+/// and long, few and many: the unfused ops' bits.
+#[test]
+fn regions_over_broadcast_rows_give_the_unfused_bits() {
+    let run = |rows: usize, cols: usize, fuse: bool| {
+        let mut tape = Tape::<f32>::new();
+        let x = tape.param(Array2::from_shape_fn((rows, cols), |(i, j)| ((i * cols + j) as f32 * 0.37).sin() * 3.0));
+        let b = tape.param(Array1::from_shape_fn(cols, |j| (j as f32 * 0.11).cos()));
+        let c = tape.param(Array2::from_shape_fn((rows, 1), |(i, _)| 1.0 + i as f32 * 0.01));
+        let y = if fuse { grad!(tape; tanh(x * 0.9 + b) * c) } else { grad!(#[nofuse] tape; tanh(x * 0.9 + b) * c) };
+        let loss = grad!(tape; sum(y * y));
+        tape.backward(loss).unwrap();
+        let value: Vec<f32> = tape.value(y).iter().copied().collect();
+        let grads: Vec<Vec<f32>> = [x, b, c].iter().map(|&v| tape.grad(v).iter().copied().collect()).collect();
+        (value, grads)
+    };
+    for (rows, cols) in [(3, 5), (2, 31), (4, 32), (3, 64), (5, 100), (300, 129), (2000, 70)] {
+        assert!(run(rows, cols, true) == run(rows, cols, false), "{rows} x {cols}");
+    }
 }
