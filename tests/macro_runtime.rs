@@ -9,13 +9,18 @@
 
 #![forbid(unsafe_code)]
 
-use grad_runtime::{ErrorKind, GradError, Tape, grad};
+use grad_runtime::{ErrorKind, Float, GradError, Tape, Var, grad};
 use ndarray::{Array1, Array2, Array3};
 
 /// The 1-based column of the first `needle` on `line` of this file.
 fn column_of(line: u32, needle: &str) -> u32 {
     let text = include_str!("macro_runtime.rs").lines().nth(line as usize - 1).expect("a line of this file");
     text.find(needle).map(|c| c as u32 + 1).unwrap_or_else(|| panic!("`{needle}` not on line {line}: {text}"))
+}
+
+/// The gradients of `vars`, each as its elements in order.
+fn grads_of<T: Float>(tape: &mut Tape<T>, vars: &[Var]) -> Vec<Vec<T>> {
+    vars.iter().map(|&v| tape.grad(v).iter().copied().collect()).collect()
 }
 
 fn error_of(tape: &Tape<f32>) -> GradError {
@@ -242,7 +247,7 @@ fn a_region_with_a_broadcast_intermediate_is_one_node_with_the_unfused_bits() {
         let nodes = tape.len() - before;
         let loss = grad!(tape; sum(y * z));
         tape.backward(loss).unwrap();
-        let grads: Vec<Vec<f32>> = [x, c, b1, b2].iter().map(|&v| tape.grad(v).iter().copied().collect()).collect();
+        let grads = grads_of(&mut tape, &[x, c, b1, b2]);
         let values: Vec<f32> = tape.value(y).iter().chain(tape.value(z).iter()).copied().collect();
         (nodes, values, grads)
     };
@@ -298,7 +303,7 @@ fn regions_of_every_size_give_the_unfused_bits() {
         };
         tape.backward(loss).unwrap();
         let values: Vec<f64> = tape.value(y).iter().copied().chain([tape.scalar(loss)]).collect();
-        let grads: Vec<Vec<f64>> = [x, w, y].iter().map(|&v| tape.grad(v).iter().copied().collect()).collect();
+        let grads = grads_of(&mut tape, &[x, w, y]);
         (values, grads)
     };
     for n in [1, 5, 31, 64, 65, 1000, 3 * 1024 + 5, (1 << 17) + 3] {
@@ -319,7 +324,7 @@ fn regions_over_broadcast_rows_give_the_unfused_bits() {
         let loss = grad!(tape; sum(y * y));
         tape.backward(loss).unwrap();
         let value: Vec<f32> = tape.value(y).iter().copied().collect();
-        let grads: Vec<Vec<f32>> = [x, b, c].iter().map(|&v| tape.grad(v).iter().copied().collect()).collect();
+        let grads = grads_of(&mut tape, &[x, b, c]);
         (value, grads)
     };
     for (rows, cols) in [(3, 5), (2, 31), (4, 32), (3, 64), (5, 100), (300, 129), (2000, 70)] {
