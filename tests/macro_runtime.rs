@@ -331,3 +331,33 @@ fn regions_over_broadcast_rows_give_the_unfused_bits() {
         assert!(run(rows, cols, true) == run(rows, cols, false), "{rows} x {cols}");
     }
 }
+
+/// A chain of regions down which the gradient decays into the subnormal
+/// numbers (W2's `tanh(x * 0.9 + 0.1)`, 400 times; it settles on the
+/// smallest of them): a backward whose incoming gradient holds subnormal
+/// numbers is interpreted rather than run by the region's kernel, one
+/// whose gradient is normal by the kernel. Every gradient along the chain
+/// is the unfused ops' bits, at sizes within a kernel and beyond.
+#[test]
+fn gradients_that_decay_into_subnormals_keep_the_unfused_bits() {
+    let run = |n: usize, fuse: bool| {
+        let mut tape = Tape::<f32>::new();
+        let x0 = tape.param(Array1::from_shape_fn(n, |i| (i as f32 * 0.37).sin()));
+        let mut xs = vec![x0];
+        for _ in 0..400 {
+            let x = *xs.last().unwrap();
+            xs.push(if fuse { grad!(tape; tanh(x * 0.9 + 0.1)) } else { grad!(#[nofuse] tape; tanh(x * 0.9 + 0.1)) });
+        }
+        let last = *xs.last().unwrap();
+        let loss = grad!(tape; sum(last));
+        tape.backward(loss).unwrap();
+        grads_of(&mut tape, &xs)
+    };
+    for n in [1, 16, 40, 64, 100] {
+        let fused = run(n, true);
+        let count = |p: fn(f32) -> bool| fused.iter().flatten().filter(|&&g| p(g)).count();
+        assert!(count(f32::is_subnormal) > 100 * n, "n = {n}: most of the chain's gradients are subnormal");
+        assert!(count(f32::is_normal) > 100 * n, "n = {n}: the rest normal");
+        assert!(fused == run(n, false), "n = {n}");
+    }
+}

@@ -9,6 +9,8 @@
 
 use std::sync::OnceLock;
 
+use crate::Float;
+
 /// Which version of a kernel this CPU runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Level {
@@ -76,6 +78,41 @@ fn widest() -> Level {
     Level::Baseline
 }
 
+/// Elements the compiled loops take a turn at the widest level: the
+/// compiler unrolls a loop of unknown length over four vectors (four
+/// AVX-512 vectors of `f32`), and runs what remains of a turn on half
+/// vectors, then element by element.
+pub(crate) const WIDE: usize = 64;
+
+/// Whether `x` holds a subnormal number. A gradient that has decayed into
+/// them (down a long chain of `tanh`, as W2's does) costs a microcode
+/// assist of about a hundred cycles for each instruction that multiplies
+/// it, on Intel CPUs: a run shorter than [`WIDE`] then pays one per half
+/// vector ([`padded`] pays one per vector).
+#[inline]
+pub(crate) fn has_subnormal<T: Float>(x: &[T]) -> bool {
+    x.iter().any(|v| v.is_subnormal())
+}
+
+/// `run(ins, out)` on copies of `ins` and `out` padded with zeros to
+/// [`WIDE`] elements, the first `out.len()` then copied back into `out`:
+/// a run shorter than a turn of the compiled loops (`out.len() <= WIDE`,
+/// every input at least as long) goes through them in whole vectors. The
+/// padding's lanes are computed and dropped; the others are the same
+/// arithmetic, so the same bits.
+#[inline]
+pub(crate) fn padded<T: Float, const I: usize>(ins: [&[T]; I], out: &mut [T], run: impl FnOnce([&[T]; I], &mut [T])) {
+    let n = out.len();
+    let mut copies = [[T::zero(); WIDE]; I];
+    for (copy, x) in copies.iter_mut().zip(ins) {
+        copy[..n].copy_from_slice(&x[..n]);
+    }
+    let mut wide = [T::zero(); WIDE];
+    wide[..n].copy_from_slice(out);
+    run(copies.each_ref().map(|c| &c[..]), &mut wide);
+    out.copy_from_slice(&wide[..n]);
+}
+
 /// Defines a function whose body is compiled three times, with AVX-512,
 /// with AVX2 + FMA, and for the baseline, and which runs the widest version
 /// the CPU supports. Generics go in brackets, then their names for the
@@ -138,6 +175,30 @@ mod tests {
         for (o, &v) in out.iter_mut().zip(x) {
             *o = tanh_f32(v) * 2.0 + exp_f32(-v.abs());
         }
+    }
+
+    multiversion! {
+        fn scaled[][](x: &[f32], out: &mut [f32]) {
+            for (o, &v) in out.iter_mut().zip(x) {
+                *o = *o * 0.5 + tanh_f32(v) * 1e-30;
+            }
+        }
+    }
+
+    #[test]
+    fn a_padded_run_computes_the_bits_of_the_run_itself() {
+        let bits = |v: &[f32]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        for n in 0..WIDE {
+            let x: Vec<f32> = (0..n).map(|i| i as f32 * 0.37 - 3.0).collect();
+            let start: Vec<f32> = (0..n).map(|i| f32::MIN_POSITIVE * i as f32 * 0.01).collect();
+            let (mut direct, mut through) = (start.clone(), start.clone());
+            scaled(&x, &mut direct);
+            padded([&x[..]], &mut through, |[x], out| scaled(x, out));
+            assert_eq!(bits(&direct), bits(&through), "n = {n}");
+            assert_eq!(has_subnormal(&start), n > 1, "n = {n}");
+        }
+        assert!(!has_subnormal(&[0.0f64, -0.0, f64::MIN_POSITIVE, 1.0, f64::INFINITY, f64::NAN]));
+        assert!(has_subnormal(&[1.0, -f64::MIN_POSITIVE / 2.0]));
     }
 
     #[test]

@@ -5,9 +5,10 @@
 //! plan on every call and runs one loop per step: on a region of a few
 //! dozen elements that decoding costs more than the arithmetic. So a
 //! region of at most `KERNEL_MAX` (64) elements whose inputs are read flat
-//! runs its kernel instead, forward and backward; larger ones, whose
-//! loops the interpreter runs at the CPU's widest SIMD level, are
-//! interpreted.
+//! runs its kernel instead, forward and backward (but for a backward
+//! whose gradient holds subnormal numbers: `wider_than_kernel`); larger
+//! ones, whose loops the interpreter runs at the CPU's widest SIMD level,
+//! are interpreted.
 //!
 //! The kernel applies the scalar functions below, which are the
 //! interpreter's own (`Elementwise`), in the interpreter's order: each
@@ -89,6 +90,34 @@ fn fits<T>(inputs: &[Input<'_, T>], n: usize) -> bool {
     n > 0 && n <= KERNEL_MAX && inputs.iter().all(|x| is_flat(x.data.len(), n))
 }
 
+/// Whether the interpreter's loops run on wider vectors than the kernel,
+/// which is compiled for the user's crate's target: the same as this
+/// crate's, SSE2 by default on x86-64 (four `f32` lanes), where the
+/// interpreter runs at the CPU's widest (sixteen with AVX-512).
+///
+/// A gradient that has decayed into subnormal numbers (as one does down
+/// a long chain of `tanh`: W2) costs a microcode assist of about a
+/// hundred cycles for each instruction that multiplies it, on Intel
+/// CPUs. The kernel takes four instructions to the interpreter's one,
+/// so such a backward is interpreted: on W2 (Intel Xeon, AVX-512) the
+/// kernel spent four fifths of its time in those assists. Both compute
+/// the same bits.
+fn wider_than_kernel() -> bool {
+    let kernel_lanes = if cfg!(target_feature = "avx512f") {
+        16
+    } else if cfg!(target_feature = "avx") {
+        8
+    } else {
+        4
+    };
+    let interpreter_lanes = match crate::simd::level() {
+        crate::simd::Level::Avx512 => 16,
+        crate::simd::Level::Avx2 => 8,
+        crate::simd::Level::Baseline => 4,
+    };
+    interpreter_lanes > kernel_lanes
+}
+
 /// The leaves as `n` values each: a one-element leaf (a Rust scalar, or a
 /// one-element tensor, whose gradient along the region the caller sums
 /// back) repeated into the next `n` of `spare`.
@@ -145,6 +174,9 @@ pub(crate) fn backward<T: Float, const C: usize>(
 ) -> bool {
     let (n, leaves_n) = (y.len(), inputs.len());
     if !fits(inputs, n) || g.len() != n || outs.iter().any(|d| !d.is_empty() && d.len() != n) {
+        return false;
+    }
+    if wider_than_kernel() && g.iter().any(|g| g.is_subnormal()) {
         return false;
     }
     // A leaf of one element is repeated; a leaf whose gradient is not

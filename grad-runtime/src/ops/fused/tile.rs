@@ -35,8 +35,8 @@ pub(crate) const MAX_LEAVES: usize = 16;
 /// in `loops.rs`), which every tile size divides.
 const MAX_TILE: usize = 1024;
 
-/// The fewest elements a tile holds: four blocks.
-const MIN_TILE: usize = 4 * L;
+/// The fewest elements a tile holds: one block.
+const MIN_TILE: usize = L;
 
 /// What a region's interpretation reads besides its leaves.
 #[derive(Clone, Copy)]
