@@ -86,9 +86,10 @@ pub(crate) const WIDE: usize = 64;
 
 /// Whether `x` holds a subnormal number. A gradient that has decayed into
 /// them (down a long chain of `tanh`, as W2's does) costs a microcode
-/// assist of about a hundred cycles for each instruction that multiplies
-/// it, on Intel CPUs: a run shorter than [`WIDE`] then pays one per half
-/// vector ([`padded`] pays one per vector).
+/// assist for each instruction that multiplies it, on Intel CPUs: about
+/// thirty times a normal multiply on an Intel Xeon, at every vector width
+/// (`benches/peers/denormal_cost.c`). A run shorter than [`WIDE`] then
+/// pays one per half vector, and [`padded`] one per vector.
 #[inline]
 pub(crate) fn has_subnormal<T: Float>(x: &[T]) -> bool {
     x.iter().any(|v| v.is_subnormal())

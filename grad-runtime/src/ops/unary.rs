@@ -306,7 +306,10 @@ simd::multiversion! {
     }
 }
 
-/// `out = g * f'(x, y)`, or `out += g * f'(x, y)` when `accumulate`.
+/// `out = g * f'(x, y)`, or `out += g * f'(x, y)` when `accumulate`; a
+/// short run whose gradient holds subnormal numbers in whole vectors
+/// ([`simd::padded`]), which take fewer microcode assists than the half
+/// vectors of the loops' remainder.
 fn gradient<T: Float>(f: impl Elementwise<T>, g: &[T], x: &[T], y: &[T], out: &mut [T], accumulate: bool) {
     if out.len() < simd::WIDE && simd::has_subnormal(g) {
         let run = |[g, x, y]: [&[T]; 3], out: &mut [T]| {

@@ -95,13 +95,12 @@ fn fits<T>(inputs: &[Input<'_, T>], n: usize) -> bool {
 /// crate's, SSE2 by default on x86-64 (four `f32` lanes), where the
 /// interpreter runs at the CPU's widest (sixteen with AVX-512).
 ///
-/// A gradient that has decayed into subnormal numbers (as one does down
-/// a long chain of `tanh`: W2) costs a microcode assist of about a
-/// hundred cycles for each instruction that multiplies it, on Intel
-/// CPUs. The kernel takes four instructions to the interpreter's one,
-/// so such a backward is interpreted: on W2 (Intel Xeon, AVX-512) the
-/// kernel spent four fifths of its time in those assists. Both compute
-/// the same bits.
+/// Then a backward whose gradient holds subnormal numbers is interpreted
+/// ([`simd::has_subnormal`](crate::simd::has_subnormal)): each
+/// instruction that multiplies one takes a microcode assist on Intel
+/// CPUs, and the kernel takes four instructions to the interpreter's
+/// one. On W2 (Intel Xeon, AVX-512) the kernel spent four fifths of its
+/// time in those assists. Both compute the same bits.
 fn wider_than_kernel() -> bool {
     let kernel_lanes = if cfg!(target_feature = "avx512f") {
         16
@@ -176,7 +175,7 @@ pub(crate) fn backward<T: Float, const C: usize>(
     if !fits(inputs, n) || g.len() != n || outs.iter().any(|d| !d.is_empty() && d.len() != n) {
         return false;
     }
-    if wider_than_kernel() && g.iter().any(|g| g.is_subnormal()) {
+    if wider_than_kernel() && crate::simd::has_subnormal(g) {
         return false;
     }
     // A leaf of one element is repeated; a leaf whose gradient is not
