@@ -311,16 +311,13 @@ simd::multiversion! {
 /// ([`simd::padded`]), which take fewer microcode assists than the half
 /// vectors of the loops' remainder.
 fn gradient<T: Float>(f: impl Elementwise<T>, g: &[T], x: &[T], y: &[T], out: &mut [T], accumulate: bool) {
-    if out.len() < simd::WIDE && simd::has_subnormal(g) {
-        let run = |[g, x, y]: [&[T]; 3], out: &mut [T]| {
-            if accumulate { gradient_add_chunk(&f, g, x, y, out) } else { gradient_chunk(&f, g, x, y, out) }
-        };
-        return simd::padded([g, x, y], out, run);
-    }
-    parallel::for_each_chunk(out, |offset, out| {
-        let (g, x, y) = (&g[offset..], &x[offset..], &y[offset..]);
+    let chunk = |[g, x, y]: [&[T]; 3], out: &mut [T]| {
         if accumulate { gradient_add_chunk(&f, g, x, y, out) } else { gradient_chunk(&f, g, x, y, out) }
-    });
+    };
+    if out.len() < simd::WIDE && simd::has_subnormal(g) {
+        return simd::padded([g, x, y], out, chunk);
+    }
+    parallel::for_each_chunk(out, |offset, out| chunk([&g[offset..], &x[offset..], &y[offset..]], out));
 }
 
 simd::multiversion! {

@@ -102,19 +102,7 @@ fn fits<T>(inputs: &[Input<'_, T>], n: usize) -> bool {
 /// one. On W2 (Intel Xeon, AVX-512) the kernel spent four fifths of its
 /// time in those assists. Both compute the same bits.
 fn wider_than_kernel() -> bool {
-    let kernel_lanes = if cfg!(target_feature = "avx512f") {
-        16
-    } else if cfg!(target_feature = "avx") {
-        8
-    } else {
-        4
-    };
-    let interpreter_lanes = match crate::simd::level() {
-        crate::simd::Level::Avx512 => 16,
-        crate::simd::Level::Avx2 => 8,
-        crate::simd::Level::Baseline => 4,
-    };
-    interpreter_lanes > kernel_lanes
+    crate::simd::level().vector_bytes() > crate::simd::TARGET_VECTOR_BYTES
 }
 
 /// The leaves as `n` values each: a one-element leaf (a Rust scalar, or a
