@@ -334,10 +334,9 @@ fn regions_over_broadcast_rows_give_the_unfused_bits() {
 
 /// A chain of regions down which the gradient decays into the subnormal
 /// numbers (W2's `tanh(x * 0.9 + 0.1)`, 400 times; it settles on the
-/// smallest of them): a backward whose incoming gradient holds subnormal
-/// numbers is interpreted rather than run by the region's kernel, one
-/// whose gradient is normal by the kernel. Every gradient along the chain
-/// is the unfused ops' bits, at sizes within a kernel and beyond.
+/// smallest of them), run by the regions' kernels up to 64 elements
+/// (padded to whole blocks) and interpreted beyond. Every gradient along
+/// the chain, subnormal or normal, is the unfused ops' bits.
 #[test]
 fn gradients_that_decay_into_subnormals_keep_the_unfused_bits() {
     let run = |n: usize, fuse: bool| {

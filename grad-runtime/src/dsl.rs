@@ -29,7 +29,9 @@ use ndarray::{Dimension, arr0};
 
 use crate::error::{ErrorKind, GradError};
 pub use crate::ops::OP_FUNCTIONS;
-pub use crate::ops::fused::{Func, Kernel, Lanes, Plan, Region, Src, Step, StepOp, fused, kernel, lanes, step};
+pub use crate::ops::fused::{
+    BLOCK, Compiled, Func, Kernel, Lanes, Plan, Region, Src, Step, StepOp, fused, kernel, lanes, step,
+};
 use crate::{Float, Indices, Tape, Var, g_add, g_adds, g_div, g_mul, g_muls, g_neg, g_sub};
 
 /// The tape of a `grad!` block. The expansion calls `(TAPE).as_tape()`:

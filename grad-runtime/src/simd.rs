@@ -19,28 +19,6 @@ pub(crate) enum Level {
     Baseline,
 }
 
-impl Level {
-    /// The bytes of one vector at this level.
-    pub(crate) const fn vector_bytes(self) -> usize {
-        match self {
-            Level::Avx512 => 64,
-            Level::Avx2 => 32,
-            Level::Baseline => 16,
-        }
-    }
-}
-
-/// The bytes of one vector of code compiled for this crate's target
-/// outside [`multiversion!`]: the target's own features (SSE2 by default
-/// on x86-64), which a crate built for the same target shares.
-pub(crate) const TARGET_VECTOR_BYTES: usize = if cfg!(target_feature = "avx512f") {
-    64
-} else if cfg!(target_feature = "avx") {
-    32
-} else {
-    16
-};
-
 /// The widest level this CPU supports, or a narrower one named by the
 /// environment variable `GRAD_SIMD` (`avx2` or `baseline`: for comparing
 /// versions; results are the same bits; `avx512` keeps AVX-512 but not its

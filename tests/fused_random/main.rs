@@ -332,3 +332,21 @@ fn kernels_give_the_interpreters_bits() {
         assert!(compared >= cases::CASES.len() / 2, "{name}: only {compared} cases are elementwise");
     }
 }
+
+/// The same at each narrower SIMD level (`GRAD_SIMD`, chosen once per
+/// process, so in a child process each): the kernel's version compiled
+/// for AVX2 (an x86-64 CPU without AVX-512 runs it), and at the baseline,
+/// where no version runs and every region is interpreted.
+#[test]
+fn kernels_give_the_interpreters_bits_at_every_level() {
+    for level in ["avx2", "baseline"] {
+        let output = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "kernels_give_the_interpreters_bits", "--test-threads", "1"])
+            .env("GRAD_SIMD", level)
+            .output()
+            .expect("the test binary runs itself");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "GRAD_SIMD={level}: {stdout}{}", String::from_utf8_lossy(&output.stderr));
+        assert!(stdout.contains("1 passed"), "GRAD_SIMD={level}: the comparison did not run: {stdout}");
+    }
+}

@@ -1,7 +1,10 @@
 //! The kernel of a fused region: its plan as straight-line arithmetic,
-//! one loop over the elements, which grad-runtime runs instead of
+//! one loop over a block of elements, which grad-runtime runs instead of
 //! interpreting the plan on a region of a few dozen elements (there the
 //! interpreter's decoding of each step costs more than the arithmetic).
+//! It is a unit struct implementing `grad_runtime::dsl::Kernel`, whose
+//! `run` grad-runtime compiles once for each SIMD level it dispatches to
+//! (`grad_runtime::dsl::kernel`).
 //!
 //! Forward, each step's value in the plan's order. Backward, the values
 //! the rules read (recomputed; the root's is the region's value `y`),
@@ -23,8 +26,9 @@ use quote::{format_ident, quote};
 use crate::ast::BinOp;
 use crate::fuse::{Region, Src, StepOp};
 
-/// `fn NAME<T: Float>(lanes: Lanes<'_, T>) { ... }`, or `None` for a
-/// region that is always interpreted.
+/// `struct NAME;` and its `Kernel<T>` impl, both compiled without debug
+/// assertions only (`region.rs`), or `None` for a region that is always
+/// interpreted.
 pub(super) fn kernel(region: &Region, name: &Ident) -> Option<TokenStream> {
     let (leaves, params) = (region.leaves.len(), region.params.len());
     if leaves == 0 || !compilable(region) {
@@ -36,42 +40,51 @@ pub(super) fn kernel(region: &Region, name: &Ident) -> Option<TokenStream> {
     let p = idents("_p", params);
     let forward = forward(region);
     let backward = backward(region)?;
-    // Every slice cut to the shortest: a counted loop the compiler
-    // vectorises, with no bounds checks in it. Names a rule may not read
-    // start with `_`, so that no lint needs to be allowed but clippy's
-    // count of arguments.
+    // Every slice cut to the shortest, and to one block: a counted loop
+    // the compiler vectorises (one vector of 16 `f32` with AVX-512), with
+    // no bounds checks in it. `run` and the loops are inlined into each
+    // SIMD level's version. Names a rule may not read start with `_`, so
+    // that no lint needs to be allowed but clippy's count of arguments.
     Some(quote! {
-        #[allow(clippy::too_many_arguments)]
-        fn #name<T: ::grad_runtime::Float>(lanes: ::grad_runtime::dsl::Lanes<'_, T>) {
-            fn forward<T: ::grad_runtime::Float>(out: &mut [T], #(#x: &[T],)* #(#p: T),*) {
-                let n = out.len() #(.min(#x.len()))*;
-                let out = &mut out[..n];
-                #(let #x = &#x[..n];)*
-                for j in 0..n {
-                    #(let #a = #x[j];)*
-                    #forward
-                }
-            }
-            fn backward<T: ::grad_runtime::Float>(#(#d: &mut [T],)* #(#x: &[T],)* y: &[T], g: &[T], #(#p: T),*) {
-                let n = y.len().min(g.len()) #(.min(#x.len()))* #(.min(#d.len()))*;
-                let (y, g) = (&y[..n], &g[..n]);
-                #(let #x = &#x[..n];)*
-                #(let #d = &mut #d[..n];)*
-                for j in 0..n {
-                    #(let #a = #x[j];)*
-                    let (_y, _g) = (y[j], g[j]);
-                    #backward
-                }
-            }
-            match lanes {
-                ::grad_runtime::dsl::Lanes::Forward { x, p, out } => {
-                    if let ([#(#x),*], &[#(#p),*]) = (x, p) {
-                        forward(out, #(#x,)* #(#p),*);
+        #[cfg(not(debug_assertions))]
+        struct #name;
+        #[cfg(not(debug_assertions))]
+        impl<T: ::grad_runtime::Float> ::grad_runtime::dsl::Kernel<T> for #name {
+            #[allow(clippy::too_many_arguments)]
+            #[inline(always)]
+            fn run(lanes: ::grad_runtime::dsl::Lanes<'_, T>) {
+                #[inline(always)]
+                fn forward<T: ::grad_runtime::Float>(out: &mut [T], #(#x: &[T],)* #(#p: T),*) {
+                    let n = out.len().min(::grad_runtime::dsl::BLOCK) #(.min(#x.len()))*;
+                    let out = &mut out[..n];
+                    #(let #x = &#x[..n];)*
+                    for j in 0..n {
+                        #(let #a = #x[j];)*
+                        #forward
                     }
                 }
-                ::grad_runtime::dsl::Lanes::Backward { x, p, y, g, d } => {
-                    if let ([#(#x),*], &[#(#p),*], [#(#d),*]) = (x, p, d) {
-                        backward(#(#d,)* #(#x,)* y, g, #(#p),*);
+                #[inline(always)]
+                fn backward<T: ::grad_runtime::Float>(#(#d: &mut [T],)* #(#x: &[T],)* y: &[T], g: &[T], #(#p: T),*) {
+                    let n = y.len().min(::grad_runtime::dsl::BLOCK).min(g.len()) #(.min(#x.len()))* #(.min(#d.len()))*;
+                    let (y, g) = (&y[..n], &g[..n]);
+                    #(let #x = &#x[..n];)*
+                    #(let #d = &mut #d[..n];)*
+                    for j in 0..n {
+                        #(let #a = #x[j];)*
+                        let (_y, _g) = (y[j], g[j]);
+                        #backward
+                    }
+                }
+                match lanes {
+                    ::grad_runtime::dsl::Lanes::Forward { x, p, out } => {
+                        if let ([#(#x),*], &[#(#p),*]) = (x, p) {
+                            forward(out, #(#x,)* #(#p),*);
+                        }
+                    }
+                    ::grad_runtime::dsl::Lanes::Backward { x, p, y, g, d } => {
+                        if let ([#(#x),*], &[#(#p),*], [#(#d),*]) = (x, p, d) {
+                            backward(#(#d,)* #(#x,)* y, g, #(#p),*);
+                        }
                     }
                 }
             }

@@ -5,8 +5,9 @@
 //! beside a `static` [plan](grad_runtime::dsl::Plan): the steps, each
 //! step's source location, the counts of leaves and scalars. The runtime
 //! interprets the plan, except on a region of a few dozen elements, which
-//! runs the region's kernel (`kernel.rs`): one short function, the only
-//! code a region adds to the user's crate.
+//! runs the region's kernel (`kernel.rs`): one short loop, compiled for
+//! each SIMD level grad-runtime dispatches to, the only code a region adds
+//! to the user's crate.
 
 use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::{quote, quote_spanned};
@@ -26,18 +27,18 @@ impl Expander {
         let params: Vec<TokenStream> = region.params.iter().filter_map(|p| errors.keep(self.param(p))).collect();
         errors.finish(())?;
         let plan = Ident::new(&format!("__GRAD_REGION_{}", self.regions), Span::mixed_site());
-        let name = Ident::new(&format!("__grad_kernel_{}", self.regions), Span::mixed_site());
+        let name = Ident::new(&format!("__GradKernel{}", self.regions), Span::mixed_site());
         self.regions += 1;
         self.stmts.push(declare(region, &plan));
         // The kernel is compiled without debug assertions only: a debug
         // build interprets every region (the same bits), and does not
-        // compile a function for each.
+        // compile a kernel for each.
         let region = match kernel::kernel(region, &name) {
-            Some(function) => {
-                self.stmts.push(quote!(#[cfg(not(debug_assertions))] #function));
+            Some(kernel) => {
+                self.stmts.push(kernel);
                 quote!(const {
                     #[cfg(not(debug_assertions))]
-                    let kernel = ::grad_runtime::dsl::kernel(#name);
+                    let kernel = ::grad_runtime::dsl::kernel::<_, #name>();
                     #[cfg(debug_assertions)]
                     let kernel = ::core::option::Option::None;
                     &::grad_runtime::dsl::Region::new(&#plan, kernel)

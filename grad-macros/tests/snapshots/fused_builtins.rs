@@ -27,76 +27,87 @@ fn expansion() {
             4,
         );
         #[cfg(not(debug_assertions))]
-        #[allow(clippy::too_many_arguments)]
-        fn __grad_kernel_0<T: ::grad_runtime::Float>(
-            lanes: ::grad_runtime::dsl::Lanes<'_, T>,
-        ) {
-            fn forward<T: ::grad_runtime::Float>(
-                out: &mut [T],
-                x0: &[T],
-                _p0: T,
-                _p1: T,
-                _p2: T,
-                _p3: T,
-            ) {
-                let n = out.len().min(x0.len());
-                let out = &mut out[..n];
-                let x0 = &x0[..n];
-                for j in 0..n {
-                    let _a0 = x0[j];
-                    let _s0 = ::grad_runtime::dsl::lanes::pow(_a0, _p0);
-                    let _s1 = ::grad_runtime::dsl::lanes::leaky_relu(_a0, _p1);
-                    let _s2 = _s0 * _s1;
-                    let _s3 = ::grad_runtime::dsl::lanes::clamp(_a0, _p2, _p3);
-                    let _s4 = _s2 + _s3;
-                    out[j] = _s4;
-                }
-            }
-            fn backward<T: ::grad_runtime::Float>(
-                d0: &mut [T],
-                x0: &[T],
-                y: &[T],
-                g: &[T],
-                _p0: T,
-                _p1: T,
-                _p2: T,
-                _p3: T,
-            ) {
-                let n = y.len().min(g.len()).min(x0.len()).min(d0.len());
-                let (y, g) = (&y[..n], &g[..n]);
-                let x0 = &x0[..n];
-                let d0 = &mut d0[..n];
-                for j in 0..n {
-                    let _a0 = x0[j];
-                    let (_y, _g) = (y[j], g[j]);
-                    let _s0 = ::grad_runtime::dsl::lanes::pow(_a0, _p0);
-                    let _s1 = ::grad_runtime::dsl::lanes::leaky_relu(_a0, _p1);
-                    let _s2 = _s0 * _s1;
-                    let _s3 = ::grad_runtime::dsl::lanes::clamp(_a0, _p2, _p3);
-                    let _s4 = _y;
-                    let _g4 = _g;
-                    let _g2 = _g4;
-                    let _g3 = _g4;
-                    let e0 = _g3
-                        * ::grad_runtime::dsl::lanes::clamp_df(_a0, _s3, _p2, _p3);
-                    let _g0 = _g2 * _s1;
-                    let _g1 = _g2 * _s0;
-                    let e0 = e0
-                        + _g1 * ::grad_runtime::dsl::lanes::leaky_relu_df(_a0, _s1, _p1);
-                    let e0 = e0
-                        + _g0 * ::grad_runtime::dsl::lanes::pow_df(_a0, _s0, _p0);
-                    d0[j] = e0;
-                }
-            }
-            match lanes {
-                ::grad_runtime::dsl::Lanes::Forward { x, p, out } => {
-                    if let ([x0], &[_p0, _p1, _p2, _p3]) = (x, p) {
-                        forward(out, x0, _p0, _p1, _p2, _p3);
+        struct __GradKernel0;
+        #[cfg(not(debug_assertions))]
+        impl<T: ::grad_runtime::Float> ::grad_runtime::dsl::Kernel<T> for __GradKernel0 {
+            #[allow(clippy::too_many_arguments)]
+            #[inline(always)]
+            fn run(lanes: ::grad_runtime::dsl::Lanes<'_, T>) {
+                #[inline(always)]
+                fn forward<T: ::grad_runtime::Float>(
+                    out: &mut [T],
+                    x0: &[T],
+                    _p0: T,
+                    _p1: T,
+                    _p2: T,
+                    _p3: T,
+                ) {
+                    let n = out.len().min(::grad_runtime::dsl::BLOCK).min(x0.len());
+                    let out = &mut out[..n];
+                    let x0 = &x0[..n];
+                    for j in 0..n {
+                        let _a0 = x0[j];
+                        let _s0 = ::grad_runtime::dsl::lanes::pow(_a0, _p0);
+                        let _s1 = ::grad_runtime::dsl::lanes::leaky_relu(_a0, _p1);
+                        let _s2 = _s0 * _s1;
+                        let _s3 = ::grad_runtime::dsl::lanes::clamp(_a0, _p2, _p3);
+                        let _s4 = _s2 + _s3;
+                        out[j] = _s4;
                     }
                 }
-                ::grad_runtime::dsl::Lanes::Backward { x, p, y, g, d } => {
-                    if let ([x0], &[_p0, _p1, _p2, _p3], [d0]) = (x, p, d) {
-                        backward(d0, x0, y, g, _p0, _p1, _p2, _p3);
+                #[inline(always)]
+                fn backward<T: ::grad_runtime::Float>(
+                    d0: &mut [T],
+                    x0: &[T],
+                    y: &[T],
+                    g: &[T],
+                    _p0: T,
+                    _p1: T,
+                    _p2: T,
+                    _p3: T,
+                ) {
+                    let n = y
+                        .len()
+                        .min(::grad_runtime::dsl::BLOCK)
+                        .min(g.len())
+                        .min(x0.len())
+                        .min(d0.len());
+                    let (y, g) = (&y[..n], &g[..n]);
+                    let x0 = &x0[..n];
+                    let d0 = &mut d0[..n];
+                    for j in 0..n {
+                        let _a0 = x0[j];
+                        let (_y, _g) = (y[j], g[j]);
+                        let _s0 = ::grad_runtime::dsl::lanes::pow(_a0, _p0);
+                        let _s1 = ::grad_runtime::dsl::lanes::leaky_relu(_a0, _p1);
+                        let _s2 = _s0 * _s1;
+                        let _s3 = ::grad_runtime::dsl::lanes::clamp(_a0, _p2, _p3);
+                        let _s4 = _y;
+                        let _g4 = _g;
+                        let _g2 = _g4;
+                        let _g3 = _g4;
+                        let e0 = _g3
+                            * ::grad_runtime::dsl::lanes::clamp_df(_a0, _s3, _p2, _p3);
+                        let _g0 = _g2 * _s1;
+                        let _g1 = _g2 * _s0;
+                        let e0 = e0
+                            + _g1
+                                * ::grad_runtime::dsl::lanes::leaky_relu_df(_a0, _s1, _p1);
+                        let e0 = e0
+                            + _g0 * ::grad_runtime::dsl::lanes::pow_df(_a0, _s0, _p0);
+                        d0[j] = e0;
+                    }
+                }
+                match lanes {
+                    ::grad_runtime::dsl::Lanes::Forward { x, p, out } => {
+                        if let ([x0], &[_p0, _p1, _p2, _p3]) = (x, p) {
+                            forward(out, x0, _p0, _p1, _p2, _p3);
+                        }
+                    }
+                    ::grad_runtime::dsl::Lanes::Backward { x, p, y, g, d } => {
+                        if let ([x0], &[_p0, _p1, _p2, _p3], [d0]) = (x, p, d) {
+                            backward(d0, x0, y, g, _p0, _p1, _p2, _p3);
+                        }
                     }
                 }
             }
@@ -105,7 +116,7 @@ fn expansion() {
             __tape,
             const {
                 #[cfg(not(debug_assertions))]
-                let kernel = ::grad_runtime::dsl::kernel(__grad_kernel_0);
+                let kernel = ::grad_runtime::dsl::kernel::<_, __GradKernel0>();
                 #[cfg(debug_assertions)]
                 let kernel = ::core::option::Option::None;
                 &::grad_runtime::dsl::Region::new(&__GRAD_REGION_0, kernel)
@@ -178,54 +189,64 @@ fn expansion() {
             0,
         );
         #[cfg(not(debug_assertions))]
-        #[allow(clippy::too_many_arguments)]
-        fn __grad_kernel_2<T: ::grad_runtime::Float>(
-            lanes: ::grad_runtime::dsl::Lanes<'_, T>,
-        ) {
-            fn forward<T: ::grad_runtime::Float>(out: &mut [T], x0: &[T]) {
-                let n = out.len().min(x0.len());
-                let out = &mut out[..n];
-                let x0 = &x0[..n];
-                for j in 0..n {
-                    let _a0 = x0[j];
-                    let _s0 = -_a0;
-                    let _s1 = ::grad_runtime::dsl::lanes::tanh(_s0);
-                    let _s2 = ::grad_runtime::dsl::lanes::relu(_s1);
-                    out[j] = _s2;
-                }
-            }
-            fn backward<T: ::grad_runtime::Float>(
-                d0: &mut [T],
-                x0: &[T],
-                y: &[T],
-                g: &[T],
-            ) {
-                let n = y.len().min(g.len()).min(x0.len()).min(d0.len());
-                let (y, g) = (&y[..n], &g[..n]);
-                let x0 = &x0[..n];
-                let d0 = &mut d0[..n];
-                for j in 0..n {
-                    let _a0 = x0[j];
-                    let (_y, _g) = (y[j], g[j]);
-                    let _s0 = -_a0;
-                    let _s1 = ::grad_runtime::dsl::lanes::tanh(_s0);
-                    let _s2 = _y;
-                    let _g2 = _g;
-                    let _g1 = _g2 * ::grad_runtime::dsl::lanes::relu_df(_s1, _s2);
-                    let _g0 = _g1 * ::grad_runtime::dsl::lanes::tanh_df(_s0, _s1);
-                    let e0 = _g0 * ::grad_runtime::dsl::lanes::minus_one::<T>();
-                    d0[j] = e0;
-                }
-            }
-            match lanes {
-                ::grad_runtime::dsl::Lanes::Forward { x, p, out } => {
-                    if let ([x0], &[]) = (x, p) {
-                        forward(out, x0);
+        struct __GradKernel2;
+        #[cfg(not(debug_assertions))]
+        impl<T: ::grad_runtime::Float> ::grad_runtime::dsl::Kernel<T> for __GradKernel2 {
+            #[allow(clippy::too_many_arguments)]
+            #[inline(always)]
+            fn run(lanes: ::grad_runtime::dsl::Lanes<'_, T>) {
+                #[inline(always)]
+                fn forward<T: ::grad_runtime::Float>(out: &mut [T], x0: &[T]) {
+                    let n = out.len().min(::grad_runtime::dsl::BLOCK).min(x0.len());
+                    let out = &mut out[..n];
+                    let x0 = &x0[..n];
+                    for j in 0..n {
+                        let _a0 = x0[j];
+                        let _s0 = -_a0;
+                        let _s1 = ::grad_runtime::dsl::lanes::tanh(_s0);
+                        let _s2 = ::grad_runtime::dsl::lanes::relu(_s1);
+                        out[j] = _s2;
                     }
                 }
-                ::grad_runtime::dsl::Lanes::Backward { x, p, y, g, d } => {
-                    if let ([x0], &[], [d0]) = (x, p, d) {
-                        backward(d0, x0, y, g);
+                #[inline(always)]
+                fn backward<T: ::grad_runtime::Float>(
+                    d0: &mut [T],
+                    x0: &[T],
+                    y: &[T],
+                    g: &[T],
+                ) {
+                    let n = y
+                        .len()
+                        .min(::grad_runtime::dsl::BLOCK)
+                        .min(g.len())
+                        .min(x0.len())
+                        .min(d0.len());
+                    let (y, g) = (&y[..n], &g[..n]);
+                    let x0 = &x0[..n];
+                    let d0 = &mut d0[..n];
+                    for j in 0..n {
+                        let _a0 = x0[j];
+                        let (_y, _g) = (y[j], g[j]);
+                        let _s0 = -_a0;
+                        let _s1 = ::grad_runtime::dsl::lanes::tanh(_s0);
+                        let _s2 = _y;
+                        let _g2 = _g;
+                        let _g1 = _g2 * ::grad_runtime::dsl::lanes::relu_df(_s1, _s2);
+                        let _g0 = _g1 * ::grad_runtime::dsl::lanes::tanh_df(_s0, _s1);
+                        let e0 = _g0 * ::grad_runtime::dsl::lanes::minus_one::<T>();
+                        d0[j] = e0;
+                    }
+                }
+                match lanes {
+                    ::grad_runtime::dsl::Lanes::Forward { x, p, out } => {
+                        if let ([x0], &[]) = (x, p) {
+                            forward(out, x0);
+                        }
+                    }
+                    ::grad_runtime::dsl::Lanes::Backward { x, p, y, g, d } => {
+                        if let ([x0], &[], [d0]) = (x, p, d) {
+                            backward(d0, x0, y, g);
+                        }
                     }
                 }
             }
@@ -237,7 +258,7 @@ fn expansion() {
                 __tape,
                 const {
                     #[cfg(not(debug_assertions))]
-                    let kernel = ::grad_runtime::dsl::kernel(__grad_kernel_2);
+                    let kernel = ::grad_runtime::dsl::kernel::<_, __GradKernel2>();
                     #[cfg(debug_assertions)]
                     let kernel = ::core::option::Option::None;
                     &::grad_runtime::dsl::Region::new(&__GRAD_REGION_2, kernel)

@@ -16,66 +16,76 @@ fn expansion() {
             0,
         );
         #[cfg(not(debug_assertions))]
-        #[allow(clippy::too_many_arguments)]
-        fn __grad_kernel_0<T: ::grad_runtime::Float>(
-            lanes: ::grad_runtime::dsl::Lanes<'_, T>,
-        ) {
-            fn forward<T: ::grad_runtime::Float>(out: &mut [T], x0: &[T], x1: &[T]) {
-                let n = out.len().min(x0.len()).min(x1.len());
-                let out = &mut out[..n];
-                let x0 = &x0[..n];
-                let x1 = &x1[..n];
-                for j in 0..n {
-                    let _a0 = x0[j];
-                    let _a1 = x1[j];
-                    let _s0 = _a0 + _a1;
-                    let _s1 = ::grad_runtime::dsl::lanes::relu(_s0);
-                    out[j] = _s1;
-                }
-            }
-            fn backward<T: ::grad_runtime::Float>(
-                d0: &mut [T],
-                d1: &mut [T],
-                x0: &[T],
-                x1: &[T],
-                y: &[T],
-                g: &[T],
-            ) {
-                let n = y
-                    .len()
-                    .min(g.len())
-                    .min(x0.len())
-                    .min(x1.len())
-                    .min(d0.len())
-                    .min(d1.len());
-                let (y, g) = (&y[..n], &g[..n]);
-                let x0 = &x0[..n];
-                let x1 = &x1[..n];
-                let d0 = &mut d0[..n];
-                let d1 = &mut d1[..n];
-                for j in 0..n {
-                    let _a0 = x0[j];
-                    let _a1 = x1[j];
-                    let (_y, _g) = (y[j], g[j]);
-                    let _s0 = _a0 + _a1;
-                    let _s1 = _y;
-                    let _g1 = _g;
-                    let _g0 = _g1 * ::grad_runtime::dsl::lanes::relu_df(_s0, _s1);
-                    let e0 = _g0;
-                    let e1 = _g0;
-                    d0[j] = e0;
-                    d1[j] = e1;
-                }
-            }
-            match lanes {
-                ::grad_runtime::dsl::Lanes::Forward { x, p, out } => {
-                    if let ([x0, x1], &[]) = (x, p) {
-                        forward(out, x0, x1);
+        struct __GradKernel0;
+        #[cfg(not(debug_assertions))]
+        impl<T: ::grad_runtime::Float> ::grad_runtime::dsl::Kernel<T> for __GradKernel0 {
+            #[allow(clippy::too_many_arguments)]
+            #[inline(always)]
+            fn run(lanes: ::grad_runtime::dsl::Lanes<'_, T>) {
+                #[inline(always)]
+                fn forward<T: ::grad_runtime::Float>(out: &mut [T], x0: &[T], x1: &[T]) {
+                    let n = out
+                        .len()
+                        .min(::grad_runtime::dsl::BLOCK)
+                        .min(x0.len())
+                        .min(x1.len());
+                    let out = &mut out[..n];
+                    let x0 = &x0[..n];
+                    let x1 = &x1[..n];
+                    for j in 0..n {
+                        let _a0 = x0[j];
+                        let _a1 = x1[j];
+                        let _s0 = _a0 + _a1;
+                        let _s1 = ::grad_runtime::dsl::lanes::relu(_s0);
+                        out[j] = _s1;
                     }
                 }
-                ::grad_runtime::dsl::Lanes::Backward { x, p, y, g, d } => {
-                    if let ([x0, x1], &[], [d0, d1]) = (x, p, d) {
-                        backward(d0, d1, x0, x1, y, g);
+                #[inline(always)]
+                fn backward<T: ::grad_runtime::Float>(
+                    d0: &mut [T],
+                    d1: &mut [T],
+                    x0: &[T],
+                    x1: &[T],
+                    y: &[T],
+                    g: &[T],
+                ) {
+                    let n = y
+                        .len()
+                        .min(::grad_runtime::dsl::BLOCK)
+                        .min(g.len())
+                        .min(x0.len())
+                        .min(x1.len())
+                        .min(d0.len())
+                        .min(d1.len());
+                    let (y, g) = (&y[..n], &g[..n]);
+                    let x0 = &x0[..n];
+                    let x1 = &x1[..n];
+                    let d0 = &mut d0[..n];
+                    let d1 = &mut d1[..n];
+                    for j in 0..n {
+                        let _a0 = x0[j];
+                        let _a1 = x1[j];
+                        let (_y, _g) = (y[j], g[j]);
+                        let _s0 = _a0 + _a1;
+                        let _s1 = _y;
+                        let _g1 = _g;
+                        let _g0 = _g1 * ::grad_runtime::dsl::lanes::relu_df(_s0, _s1);
+                        let e0 = _g0;
+                        let e1 = _g0;
+                        d0[j] = e0;
+                        d1[j] = e1;
+                    }
+                }
+                match lanes {
+                    ::grad_runtime::dsl::Lanes::Forward { x, p, out } => {
+                        if let ([x0, x1], &[]) = (x, p) {
+                            forward(out, x0, x1);
+                        }
+                    }
+                    ::grad_runtime::dsl::Lanes::Backward { x, p, y, g, d } => {
+                        if let ([x0, x1], &[], [d0, d1]) = (x, p, d) {
+                            backward(d0, d1, x0, x1, y, g);
+                        }
                     }
                 }
             }
@@ -84,7 +94,7 @@ fn expansion() {
             __tape,
             const {
                 #[cfg(not(debug_assertions))]
-                let kernel = ::grad_runtime::dsl::kernel(__grad_kernel_0);
+                let kernel = ::grad_runtime::dsl::kernel::<_, __GradKernel0>();
                 #[cfg(debug_assertions)]
                 let kernel = ::core::option::Option::None;
                 &::grad_runtime::dsl::Region::new(&__GRAD_REGION_0, kernel)

@@ -41,7 +41,7 @@ use std::panic::Location;
 
 use ndarray::{Dimension, IxDyn};
 
-pub use lanes::{Kernel, Lanes, Region, kernel};
+pub use lanes::{BLOCK, Compiled, Kernel, Lanes, Region, kernel};
 use loops::Input;
 pub use plan::{Func, Plan, Src, Step, StepOp, step};
 use tile::{MAX_LEAVES, Program, Source};
@@ -299,7 +299,7 @@ fn record_in<T: Float, const C: usize>(
 fn compute<T: Float, const C: usize>(
     tp: &mut Tape<T>,
     plan: &Plan,
-    kernel: Option<Kernel<T>>,
+    kernel: Option<Compiled<T>>,
     prog: &Program<'_, T>,
     ids: &[NodeId],
     leaf_scalars: &[T],
