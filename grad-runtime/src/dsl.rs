@@ -15,10 +15,11 @@
 //!   elementwise ops recorded as one node): the call, the `static` plan the
 //!   macro writes for it, the constructors of its steps, and the source
 //!   location of each of its ops.
-//! - [`Region`], [`Kernel`], [`Lanes`], [`kernel`], [`lanes`]: a region's
-//!   plan with its kernel (the region compiled, which a small region runs
-//!   instead of interpreting its plan), and the built-ins as a kernel
-//!   applies them.
+//! - [`Region`], [`Kernel`], [`Lanes`], [`BLOCK`], [`kernel`],
+//!   [`Compiled`], [`lanes`]: a region's plan with its kernel (the region
+//!   compiled, which a small region runs instead of interpreting its plan,
+//!   a block at a time), the kernel compiled for each SIMD level, and the
+//!   built-ins as a kernel applies them.
 //! - [`OP_FUNCTIONS`]: every public op, for the built-in link test.
 
 use std::any::TypeId;
