@@ -235,11 +235,6 @@ fn lane<'r, 'v: 'r, 's: 'r, T: Float>(v: &'v [T], np: usize, spare: &mut &'s mut
     copy
 }
 
-/// How many of `vs` [`lane`] copies.
-fn copies(vs: impl Iterator<Item = usize>, np: usize) -> usize {
-    vs.filter(|&len| len != np).count()
-}
-
 /// Block `b` of each of `x`.
 #[inline]
 fn block<'a, T, const C: usize>(x: &[&'a [T]; C], b: usize) -> [&'a [T]; C] {
@@ -275,10 +270,13 @@ pub(crate) fn forward<T: Float, const C: usize>(
         }
     };
     // The thread's scratch only when a leaf is repeated or the region
-    // padded: reaching it costs a small region a tenth of its time.
-    match copies(inputs.iter().map(|x| x.data.len()), np) + usize::from(np != n) {
-        0 => run(&mut []),
-        lanes => T::with_scratch(lanes * np, run),
+    // padded (reaching it costs a small region a tenth of its time), as
+    // much as the most [`take`] can ask for: a copy of each leaf and the
+    // padded output.
+    if np == n && inputs.iter().all(|x| x.data.len() == np) {
+        run(&mut []);
+    } else {
+        T::with_scratch((leaves + 1) * np, run);
     }
     true
 }
@@ -301,8 +299,7 @@ pub(crate) fn backward<T: Float, const C: usize>(
     }
     let Some(kernel) = fits(kernel, inputs, n) else { return false };
     let np = n.next_multiple_of(BLOCK);
-    let lanes = copies(inputs.iter().map(|x| x.data.len()).chain([n, n]), np)
-        + copies(outs[..leaves].iter().map(|d| d.len()), np);
+    let in_place = np == n && inputs.iter().all(|x| x.data.len() == np) && outs[..leaves].iter().all(|d| !d.is_empty());
     // A leaf of one element is repeated, and every slice padded to a
     // block; a leaf whose gradient is not wanted still has one computed,
     // into spare lanes, as does every leaf of a padded region.
@@ -337,9 +334,12 @@ pub(crate) fn backward<T: Float, const C: usize>(
             }
         }
     };
-    match lanes {
-        0 => run(&mut []),
-        lanes => T::with_scratch(lanes * np, run),
+    // As forward: at most a copy of each leaf, of `y` and `g`, and a
+    // gradient for each leaf.
+    if in_place {
+        run(&mut []);
+    } else {
+        T::with_scratch((2 * leaves + 2) * np, run);
     }
     true
 }

@@ -233,21 +233,17 @@ struct Marking;
 
 impl super::Kernel<f64> for Marking {
     fn run(lanes: super::Lanes<'_, f64>) {
-        marking_kernel(lanes)
-    }
-}
-
-fn marking_kernel(lanes: super::Lanes<'_, f64>) {
-    match lanes {
-        super::Lanes::Forward { x, out, .. } => {
-            assert!(x.len() == 3 && out.len() == super::BLOCK && x.iter().all(|x| x.len() == out.len()));
-            out.iter_mut().zip(x[0]).for_each(|(o, a)| *o = a + 1000.0);
-        }
-        super::Lanes::Backward { x, y, g, d, .. } => {
-            assert!(x.len() == 3 && d.len() == 3 && [y.len(), g.len()].iter().all(|&n| n == x[0].len()));
-            for (i, d) in d.iter_mut().enumerate() {
-                assert_eq!(d.len(), y.len());
-                d.fill(i as f64 + 1.0);
+        match lanes {
+            super::Lanes::Forward { x, out, .. } => {
+                assert!(x.len() == 3 && out.len() == super::BLOCK && x.iter().all(|x| x.len() == out.len()));
+                out.iter_mut().zip(x[0]).for_each(|(o, a)| *o = a + 1000.0);
+            }
+            super::Lanes::Backward { x, y, g, d, .. } => {
+                assert!(x.len() == 3 && d.len() == 3 && [y.len(), g.len()].iter().all(|&n| n == x[0].len()));
+                for (i, d) in d.iter_mut().enumerate() {
+                    assert_eq!(d.len(), y.len());
+                    d.fill(i as f64 + 1.0);
+                }
             }
         }
     }
