@@ -114,6 +114,25 @@ pub(crate) fn padded<T: Float, const I: usize>(ins: [&[T]; I], out: &mut [T], ru
     out.copy_from_slice(&wide[..n]);
 }
 
+/// Asks the CPU to bring the cache lines of `x` into its L2 cache: a
+/// hint, which changes no value. Into L2 rather than L1: a request for L1
+/// holds one of the core's few line-fill buffers, and a tile's worth of
+/// them stalled the loop that asked (1-2% slower on W5's block).
+#[inline]
+pub(crate) fn prefetch<T>(x: &[T]) {
+    #[cfg(target_arch = "x86_64")]
+    for line in (0..size_of_val(x)).step_by(64) {
+        let p = x.as_ptr().cast::<i8>().wrapping_add(line);
+        // SAFETY: `_mm_prefetch` needs SSE, which every x86-64 CPU has;
+        // a prefetch is a hint that never faults and changes no memory the
+        // program sees, and `p` lies within `x` anyway.
+        #[allow(unsafe_code)]
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(p)
+        };
+    }
+}
+
 /// Defines a function whose body is compiled three times, with AVX-512,
 /// with AVX2 + FMA, and for the baseline, and which runs the widest version
 /// the CPU supports. Generics go in brackets, then their names for the
@@ -200,6 +219,21 @@ mod tests {
         }
         assert!(!has_subnormal(&[0.0f64, -0.0, f64::MIN_POSITIVE, 1.0, f64::INFINITY, f64::NAN]));
         assert!(has_subnormal(&[1.0, -f64::MIN_POSITIVE / 2.0]));
+    }
+
+    #[test]
+    fn a_prefetch_changes_no_value_and_takes_any_slice() {
+        let x: Vec<f32> = (0..300).map(|i| i as f32 * 0.5).collect();
+        let before = x.clone();
+        for start in 0..=x.len() {
+            for end in start..=x.len().min(start + 70) {
+                prefetch(&x[start..end]);
+            }
+        }
+        // An empty slice's pointer may be dangling: nothing is asked for.
+        prefetch::<f64>(&[]);
+        prefetch(&Vec::<u8>::new());
+        assert_eq!(x, before);
     }
 
     #[test]

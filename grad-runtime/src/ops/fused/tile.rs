@@ -147,10 +147,12 @@ pub(crate) fn forward_segment<T: Float, const C: usize>(
 ) {
     let tile = prog.tile(x.len());
     let (vals, leaf_tiles) = scratch.split_at_mut((prog.root + 1) * tile);
-    for (t, out) in out.chunks_mut(tile).enumerate() {
-        let (start, m) = (t * tile, out.len());
+    for start in (0..out.len()).step_by(tile) {
+        let m = tile.min(out.len() - start);
         let n = m.next_multiple_of(L);
         let mut leaves = [Val::All(T::zero()); C];
+        prefetch_next(out, start, tile);
+        let out = &mut out[start..start + m];
         if n == m {
             for (leaf, source) in leaves.iter_mut().zip(x) {
                 *leaf = along(*source, start, n);
@@ -195,6 +197,9 @@ pub(crate) fn backward_segment<T: Float, const C: usize>(
         if n == m {
             for (leaf, source) in leaves.iter_mut().zip(x) {
                 *leaf = along(*source, start, n);
+            }
+            for out in outs.iter() {
+                prefetch_next(out, start, tile);
             }
             for (d, out) in d.iter_mut().zip(outs.iter_mut()) {
                 if !out.is_empty() {
@@ -256,6 +261,21 @@ pub(crate) fn backward_small<T: Float, const C: usize>(
     let (vals, rest) = scratch.split_at_mut(nodes);
     let (adjs, tmp) = rest.split_at_mut(nodes);
     backward_tile(prog, x, y, g, Layout { n, stride: n }, vals, adjs, tmp, d);
+}
+
+/// Asks for the tile after the one at `start` of `out` while this one is
+/// computed. Each tile of `out` (a region's value, a leaf's gradient) is
+/// written in a pass that computes little, which on a region larger than
+/// the caches waited on memory for every line it wrote; the leaves, only
+/// read, the CPU's own prefetcher brings in time (asking for them too
+/// made W5's block 9% slower). On an Intel Xeon, in alternated runs in one
+/// process: W5's block (a fold: its gradient written) 10% faster, the
+/// same region unfolded (its value written too) 7% more.
+#[inline(always)]
+fn prefetch_next<T>(out: &[T], start: usize, tile: usize) {
+    if let Some(next) = out.get(start + tile..) {
+        crate::simd::prefetch(&next[..tile.min(next.len())]);
+    }
 }
 
 /// A source along `n` elements from `start`, read in place.
