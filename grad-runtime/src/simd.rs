@@ -115,11 +115,14 @@ pub(crate) fn padded<T: Float, const I: usize>(ins: [&[T]; I], out: &mut [T], ru
 }
 
 /// Asks the CPU to bring the cache lines of `x` into its L2 cache: a
-/// hint, which changes no value. Into L2 rather than L1: a request for L1
-/// holds one of the core's few line-fill buffers, and a tile's worth of
-/// them stalled the loop that asked (1-2% slower on W5's block).
+/// hint, which changes no value (and does nothing elsewhere than
+/// x86-64). Into L2 rather than L1: a request for L1 holds one of the
+/// core's few line-fill buffers, and a tile's worth of them stalled the
+/// loop that asked (1-2% slower on W5's block).
 #[inline]
 pub(crate) fn prefetch<T>(x: &[T]) {
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
     #[cfg(target_arch = "x86_64")]
     for line in (0..size_of_val(x)).step_by(64) {
         let p = x.as_ptr().cast::<i8>().wrapping_add(line);
