@@ -235,6 +235,24 @@ fn lane<'r, 'v: 'r, 's: 'r, T: Float>(v: &'v [T], np: usize, spare: &mut &'s mut
     copy
 }
 
+/// Each input as `np` values ([`lane`]), in the leaves' order.
+fn leaf_lanes<'r, 'v: 'r, 's: 'r, T: Float, const C: usize>(
+    inputs: &[Input<'v, T>],
+    np: usize,
+    spare: &mut &'s mut [T],
+) -> [&'r [T]; C] {
+    let mut x: [&[T]; C] = [&[]; C];
+    for (x, input) in x.iter_mut().zip(inputs) {
+        *x = lane(input.data, np, spare);
+    }
+    x
+}
+
+/// Whether every input holds its `np` values already ([`lane`] copies none).
+fn all_whole<T>(inputs: &[Input<'_, T>], np: usize) -> bool {
+    inputs.iter().all(|x| x.data.len() == np)
+}
+
 /// Block `b` of each of `x`.
 #[inline]
 fn block<'a, T, const C: usize>(x: &[&'a [T]; C], b: usize) -> [&'a [T]; C] {
@@ -253,10 +271,7 @@ pub(crate) fn forward<T: Float, const C: usize>(
     let Some(kernel) = fits(kernel, inputs, n) else { return false };
     let np = n.next_multiple_of(BLOCK);
     let mut run = |mut spare: &mut [T]| {
-        let mut x: [&[T]; C] = [&[]; C];
-        for (x, input) in x.iter_mut().zip(inputs) {
-            *x = lane(input.data, np, &mut spare);
-        }
+        let x: [&[T]; C] = leaf_lanes(inputs, np, &mut spare);
         let mut padded = if np == n { None } else { Some(take(&mut spare, np)) };
         let blocks = match &mut padded {
             Some(padded) => padded.chunks_exact_mut(BLOCK),
@@ -273,7 +288,7 @@ pub(crate) fn forward<T: Float, const C: usize>(
     // padded (reaching it costs a small region a tenth of its time), as
     // much as the most [`take`] can ask for: a copy of each leaf and the
     // padded output.
-    if np == n && inputs.iter().all(|x| x.data.len() == np) {
+    if np == n && all_whole(inputs, np) {
         run(&mut []);
     } else {
         T::with_scratch((leaves + 1) * np, run);
@@ -299,15 +314,12 @@ pub(crate) fn backward<T: Float, const C: usize>(
     }
     let Some(kernel) = fits(kernel, inputs, n) else { return false };
     let np = n.next_multiple_of(BLOCK);
-    let in_place = np == n && inputs.iter().all(|x| x.data.len() == np) && outs[..leaves].iter().all(|d| !d.is_empty());
+    let in_place = np == n && all_whole(inputs, np) && outs[..leaves].iter().all(|d| !d.is_empty());
     // A leaf of one element is repeated, and every slice padded to a
     // block; a leaf whose gradient is not wanted still has one computed,
     // into spare lanes, as does every leaf of a padded region.
     let mut run = |mut spare: &mut [T]| {
-        let mut x: [&[T]; C] = [&[]; C];
-        for (x, input) in x.iter_mut().zip(inputs) {
-            *x = lane(input.data, np, &mut spare);
-        }
+        let x: [&[T]; C] = leaf_lanes(inputs, np, &mut spare);
         let (y, g) = (lane(y, np, &mut spare), lane(g, np, &mut spare));
         let x = &x;
         let run_blocks = |d: &mut [&mut [T]; C]| {
